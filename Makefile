@@ -1,0 +1,46 @@
+# Two commands matter (README): `make demo` and `make test`.
+PYTHON ?= python3
+SHELL := /bin/bash
+
+OLD := .venv-old
+NEW := .venv-new
+DEMO := .venv
+
+.PHONY: demo test test-old test-new lint bench clean
+
+# A venv is rebuilt when its inputs change: the stamp depends on them.
+$(DEMO)/.stamp: pyproject.toml
+	rm -rf $(DEMO) && $(PYTHON) -m venv $(DEMO)
+	$(DEMO)/bin/pip install -q --upgrade pip
+	$(DEMO)/bin/pip install -q -e '.[all]'
+	touch $@
+
+$(OLD)/.stamp: pyproject.toml requirements/stack-old.txt
+	rm -rf $(OLD) && $(PYTHON) -m venv $(OLD)
+	$(OLD)/bin/pip install -q --upgrade pip
+	$(OLD)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-old.txt
+	touch $@
+
+$(NEW)/.stamp: pyproject.toml requirements/stack-new.txt
+	rm -rf $(NEW) && $(PYTHON) -m venv $(NEW)
+	$(NEW)/bin/pip install -q --upgrade pip
+	$(NEW)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-new.txt
+	touch $@
+
+demo: $(DEMO)/.stamp
+	$(DEMO)/bin/borrowguard verify --duration 30s --concurrency 16
+
+test: test-old test-new
+
+test-old: $(OLD)/.stamp
+	$(OLD)/bin/ruff check src tests bench scripts
+	$(OLD)/bin/python -m pytest -q -p no:cacheprovider
+
+test-new: $(NEW)/.stamp
+	$(NEW)/bin/python -m pytest -q -p no:cacheprovider
+
+bench: $(NEW)/.stamp
+	for b in bench/*.py; do $(NEW)/bin/python $$b || exit 1; done
+
+clean:
+	rm -rf $(DEMO) $(OLD) $(NEW)

@@ -1,0 +1,73 @@
+"""The `borrowguard` console script: a thin layer over the library.
+
+Each subcommand lives in its own module under `borrowguard.cli` and is imported only when it runs,
+so `borrowguard --help` and `borrowguard doctor` stay fast and import nothing heavy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from typing import Any
+
+import click
+
+from borrowguard._version import __version__
+from borrowguard.errors import UserInputError
+
+# name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
+_COMMANDS: dict[str, tuple[str, str, str]] = {
+    "doctor": ("borrowguard.cli.doctor", "doctor", "Check this environment against known-bad versions."),
+    "scan": ("borrowguard.cli.scan", "scan", "Diagnose server logs: known failure signatures and remedies."),
+    "repro": ("borrowguard.cli.repro", "repro", "Run the tokenizer race on this stack: crash, corruption or safe."),
+    "serve": ("borrowguard.cli.serve", "serve", "Start the bundled reference server (real front end, stub engine)."),
+    "verify": ("borrowguard.cli.verify", "verify", "Load a server with image/tool/text chats and give a verdict."),
+    "run": ("borrowguard.cli.run", "run", "Run any command with the guard in every Python process it starts."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on use; a module that is not there yet is not listed."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name, (module, _, _) in _COMMANDS.items() if importlib.util.find_spec(module)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = _COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, attr, _ = entry
+        try:
+            return getattr(importlib.import_module(module), attr)
+        except ModuleNotFoundError as exc:
+            if exc.name == module:
+                return None
+            raise
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = [(name, _COMMANDS[name][2]) for name in self.list_commands(ctx)]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "-V", "--version", prog_name="borrowguard")
+def cli() -> None:
+    """borrowguard — ends "Already borrowed" and silent settings leaks in HF fast tokenizers.
+
+    \b
+    Fix:       import borrowguard; borrowguard.install()   (vLLM: automatic via plugin)
+               borrowguard run -- COMMAND...               (any other Python server)
+    Diagnose:  borrowguard doctor | scan LOG... | repro
+    Verify:    borrowguard verify [--url URL --log FILE]   (no --url: the bundled server)
+    """
+
+
+def main(argv: list[str] | None = None) -> Any:
+    try:
+        return cli.main(args=argv, prog_name="borrowguard", standalone_mode=True)
+    except UserInputError as exc:  # a user mistake is a message, never a traceback
+        click.echo(f"borrowguard: error: {exc}", err=True)
+        sys.exit(2)

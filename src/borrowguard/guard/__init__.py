@@ -1,0 +1,144 @@
+"""The guard: exact, lock-free thread safety for Hugging Face fast tokenizers.
+
+No shared `tokenizers.Tokenizer` is mutated on the call path. During a guarded call, transformers talks to
+a per-call view that records truncation/padding instead of setting them, and encodes through the shared
+backend with read-only operations (see `_view` and `_encode`). Imports transformers only when used.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, TypeVar
+
+from borrowguard.errors import GuardError
+from borrowguard.guard._patch import (
+    ENTRY_METHODS,
+    MUTATING_METHODS,
+    BackendSlot,
+    call_scope,
+    fast_tokenizer_base,
+    is_guarded,
+    mutation_scope,
+    subclasses,
+)
+
+__all__ = ["install", "is_installed", "protect", "uninstall"]
+
+T = TypeVar("T")
+_MISSING = object()
+_lock = threading.RLock()
+# (class, attribute, previous value in the class __dict__ or _MISSING) for everything install() changed.
+_patched: list[tuple[type, str, Any]] = []
+_guarded_classes: dict[type, type] = {}
+
+
+def _set(cls: type, name: str, value: Any) -> None:
+    _patched.append((cls, name, cls.__dict__.get(name, _MISSING)))
+    setattr(cls, name, value)
+
+
+def _patch_methods(cls: type) -> None:
+    """Wrap the entry points and mutators that `cls` itself defines (inherited ones are wrapped where defined)."""
+    for names, wrap in ((ENTRY_METHODS, call_scope), (MUTATING_METHODS, mutation_scope)):
+        for name in names:
+            method = cls.__dict__.get(name)
+            if callable(method) and not is_guarded(method):
+                _set(cls, name, wrap(method))
+
+
+def install() -> None:
+    """Make every transformers fast tokenizer in this process safe and exact under concurrency.
+
+    Covers instances created before and after the call, and every subclass (Bert, Qwen2, Llama, GPT-2 ...).
+    Idempotent and thread-safe. Raises GuardError when transformers is not importable.
+    """
+    with _lock:
+        if _patched:
+            return
+        try:
+            base = fast_tokenizer_base()
+        except ImportError as exc:
+            raise GuardError(f"borrowguard.install() needs transformers with fast tokenizers: {exc}") from exc
+        _set(base, "_tokenizer", BackendSlot(base.__dict__.get("_tokenizer")))
+        _patch_methods(base)
+        for sub in subclasses(base):
+            _patch_methods(sub)
+
+
+def uninstall() -> None:
+    """Undo install(): transformers' classes get back exactly what they had. protect()ed objects stay guarded."""
+    with _lock:
+        while _patched:
+            cls, name, previous = _patched.pop()
+            if previous is _MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, previous)
+
+
+def is_installed() -> bool:
+    """Whether install() is in effect."""
+    return bool(_patched)
+
+
+def _reduce_as_original(self: Any, protocol: int) -> Any:
+    """Pickle and deepcopy a protected tokenizer as an ordinary instance of its original class."""
+    state = self.__getstate__() if hasattr(self, "__getstate__") else dict(self.__dict__)
+    return (_rebuild, (_original_class(type(self)), state))
+
+
+def _rebuild(cls: type, state: Any) -> Any:
+    obj = cls.__new__(cls)
+    if hasattr(obj, "__setstate__"):
+        obj.__setstate__(state)
+    else:
+        obj.__dict__.update(state)
+    return obj
+
+
+def _original_class(cls: type) -> type:
+    return cls.__dict__.get("_borrowguard_original_class", cls)
+
+
+def _guarded_class(cls: type) -> type:
+    with _lock:
+        guarded = _guarded_classes.get(cls)
+        if guarded is None:
+            namespace: dict[str, Any] = {
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "__reduce_ex__": _reduce_as_original,
+                "_borrowguard_original_class": cls,
+                "_tokenizer": BackendSlot(None),
+            }
+            for name in ENTRY_METHODS:
+                method = getattr(cls, name, None)
+                if callable(method):
+                    namespace[name] = call_scope(method)
+            for name in MUTATING_METHODS:
+                method = getattr(cls, name, None)
+                if callable(method):
+                    namespace[name] = mutation_scope(method)
+            # Same name, so save_pretrained records the original tokenizer_class.
+            guarded = _guarded_classes[cls] = type(cls.__name__, (cls,), namespace)
+        return guarded
+
+
+def protect(obj: T) -> T:
+    """Make one fast tokenizer, or a processor and its tokenizer, safe without a global patch. Returns obj.
+
+    Raises GuardError when `obj` is neither a fast tokenizer nor an object with a fast `.tokenizer`.
+    """
+    base = fast_tokenizer_base()
+    if isinstance(obj, base):
+        cls = type(obj)
+        if "_borrowguard_original_class" not in cls.__dict__:
+            obj.__class__ = _guarded_class(cls)
+        return obj
+    tokenizer = getattr(obj, "tokenizer", None)
+    if isinstance(tokenizer, base):
+        protect(tokenizer)
+        return obj
+    raise GuardError(
+        f"protect() takes a Hugging Face fast tokenizer or a processor holding one, not {type(obj).__name__}"
+    )

@@ -1,0 +1,140 @@
+"""How the guard attaches to transformers: a descriptor for `_tokenizer` and scoped call/mutation methods.
+
+- `_tokenizer` becomes a data descriptor on the fast-tokenizer class. Outside a guarded call it returns the
+  real backend, so `DecodeStream`, `tok._tokenizer.encode(...)` and `tok.backend_tokenizer` get a real
+  `tokenizers.Tokenizer`. Inside a guarded call, in that thread only, it returns a `BackendView`.
+- The encode entry points (`_batch_encode_plus`, `_encode_plus`) open a call scope.
+- Runtime mutations (`_add_tokens`, `update_post_processor`) run on a private copy of the backend, which
+  then replaces it: calls in flight finish on the old backend, calls that start afterwards see the change,
+  and no shared backend is ever written while another thread reads it.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from borrowguard.guard._state import clone_backend, current_backend, existing_state, state_of
+from borrowguard.guard._view import BackendView
+
+ENTRY_METHODS = ("_batch_encode_plus", "_encode_plus")
+MUTATING_METHODS = ("_add_tokens", "update_post_processor")
+_GUARD_MARK = "__borrowguard_original__"
+
+_tls = threading.local()
+
+
+def _scopes() -> dict[int, Any]:
+    try:
+        return _tls.scopes
+    except AttributeError:
+        scopes = _tls.scopes = {}
+        return scopes
+
+
+class BackendSlot:
+    """The `_tokenizer` attribute of a guarded class: the real backend, or this thread's view during a call."""
+
+    def __init__(self, class_default: Any = None) -> None:
+        self.class_default = class_default
+
+    def __get__(self, obj: Any, objtype: type | None = None) -> Any:
+        if obj is None:
+            return self.class_default
+        scopes = getattr(_tls, "scopes", None)
+        if scopes:
+            view = scopes.get(id(obj))
+            if view is not None:
+                return view
+        backend = obj.__dict__.get("_tokenizer", self.class_default)
+        if backend is None:
+            return None
+        return current_backend(backend)
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__["_tokenizer"] = value
+
+    def __delete__(self, obj: Any) -> None:
+        obj.__dict__.pop("_tokenizer", None)
+
+
+def call_scope(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `method` with `self._tokenizer` resolving to a fresh view, in this thread, for this instance."""
+
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scopes = _scopes()
+        key = id(self)
+        backend = self.__dict__.get("_tokenizer")
+        if key in scopes or backend is None:  # nested entry point, or not initialised yet
+            return method(self, *args, **kwargs)
+        scopes[key] = BackendView(state_of(current_backend(backend)))
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            del scopes[key]
+
+    setattr(guarded, _GUARD_MARK, method)
+    return guarded
+
+
+def mutation_scope(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a backend-mutating method on a private copy, then make the copy the backend (rebuild and swap)."""
+
+    @functools.wraps(method)
+    def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
+        scopes = _scopes()
+        key = id(self)
+        backend = self.__dict__.get("_tokenizer")
+        if key in scopes or backend is None:
+            return method(self, *args, **kwargs)
+        backend = current_backend(backend)
+        if existing_state(backend) is None:
+            # No guarded call has used this backend (construction, or a tokenizer not shared yet): in place.
+            return method(self, *args, **kwargs)
+        state = state_of(backend)
+        with state.mutation_lock:
+            backend = current_backend(backend)
+            source = state_of(backend).backend
+            replacement = clone_backend(source)
+            replacement.encode_special_tokens = source.encode_special_tokens
+            scopes[key] = replacement
+            try:
+                result = method(self, *args, **kwargs)
+            finally:
+                del scopes[key]
+            state_of(backend).replacement = replacement
+            self.__dict__["_tokenizer"] = replacement
+        return result
+
+    setattr(guarded, _GUARD_MARK, method)
+    return guarded
+
+
+def is_guarded(function: Any) -> bool:
+    return hasattr(function, _GUARD_MARK)
+
+
+def fast_tokenizer_base() -> type:
+    """transformers' base class of every fast tokenizer: TokenizersBackend (5.x) or PreTrainedTokenizerFast (4.x)."""
+    try:
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:
+        from transformers.tokenization_utils_fast import PreTrainedTokenizerFast
+
+        return PreTrainedTokenizerFast
+    return TokenizersBackend
+
+
+def subclasses(cls: type) -> Iterator[type]:
+    seen: set[type] = set()
+    stack = list(cls.__subclasses__())
+    while stack:
+        sub = stack.pop()
+        if sub in seen:
+            continue
+        seen.add(sub)
+        yield sub
+        stack.extend(sub.__subclasses__())
