@@ -15,15 +15,16 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
-from collections.abc import Iterator
+from collections import Counter
 from pathlib import Path
 
 # Training must be single-threaded to be deterministic.
 os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
+
+from borrowguard.data.corpus import corpus  # noqa: E402
 
 SEED = 20261130
 CHATML_VOCAB = 16000
@@ -40,65 +41,10 @@ CHATML_SPECIALS = [
     "<tool_call>",
     "</tool_call>",
 ]
+QWEN2_SPLIT = (
+    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
+)
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-
-COMMON = (
-    "the of and to in a is that for it as was with be by on not he i this are or his from at which but "
-    "have an they you were her she there been one all we their has would when if so what can no said who "
-    "more about up out them into do will time only could new other some these then two first may any like "
-    "now my such make over our even most me state after also made many did must before back see through "
-    "way where get much go well your know should down work year because come people just say each those "
-    "take day good how long very still own find here thing give many well life great world between under "
-    "model token request server thread batch image tool call engine memory cache queue error result value "
-    "function system user assistant message content weather city price order search file read write "
-    "temperature forecast account balance transfer schedule meeting summary report data table column"
-).split()
-SYLLABLES = (
-    "ka ri to ma ne su lo pe vi da mo ra te shi an en in on un ar er or ur al el il ol ul "
-    "str pro con ex tion ment ing ed ly est able ive ous ize ity ness ful less pre sub trans"
-).split()
-NON_LATIN = [
-    "你好世界", "模型服务器", "并发请求", "Привет мир", "токенизатор", "こんにちは", "東京の天気",
-    "مرحبا بالعالم", "안녕하세요", "Γειά σου κόσμε", "🙂", "🚀", "é à ü ß ñ ç",
-]
-TOOLS = ["get_weather", "search_web", "lookup_order", "send_email", "convert_currency", "run_sql"]
-KEYS = ["city", "unit", "query", "order_id", "to", "subject", "amount", "from", "sql", "limit"]
-
-
-def _pseudo_words(rng: random.Random, n: int) -> list[str]:
-    return ["".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 4))) for _ in range(n)]
-
-
-def corpus(seed: int = SEED, lines: int = 60000) -> Iterator[str]:
-    """The training text: deterministic for a given seed on every Python >= 3.10."""
-    rng = random.Random(seed)
-    lexicon = COMMON + _pseudo_words(rng, 3000)
-    weights = [1.0 / (rank + 1) for rank in range(len(lexicon))]
-    for _ in range(lines):
-        kind = rng.random()
-        if kind < 0.70:
-            words = rng.choices(lexicon, weights=weights, k=rng.randint(4, 30))
-            sentence = " ".join(words)
-            if rng.random() < 0.3:
-                sentence = sentence.capitalize()
-            yield sentence + rng.choice([".", ".", "?", "!", ",", ":"])
-        elif kind < 0.82:
-            name = rng.choice(TOOLS)
-            args = {k: rng.choice([rng.choice(lexicon), rng.randint(0, 10000)]) for k in rng.sample(KEYS, 2)}
-            yield json.dumps({"name": name, "arguments": args})
-        elif kind < 0.92:
-            var = rng.choice(lexicon)
-            yield rng.choice(
-                [
-                    f"def {var}_{rng.randint(0, 99)}(x, y=None):\n    return x + {rng.randint(0, 9)}",
-                    f"for i in range({rng.randint(1, 100)}):\n    {var}[i] = i * 2",
-                    f'{{"id": {rng.randint(0, 999)}, "{var}": "{rng.choice(lexicon)}", "ok": true}}',
-                    f"    if {var} is not None and len({var}) > {rng.randint(0, 64)}:",
-                ]
-            )
-        else:
-            yield " ".join(rng.choice(NON_LATIN) for _ in range(rng.randint(1, 4)))
-
 
 CHAT_TEMPLATE = (
     "{%- if tools %}"
@@ -153,7 +99,13 @@ CHAT_TEMPLATE = (
 def build_chatml(seed: int = SEED) -> Tokenizer:
     tok = Tokenizer(models.BPE(unk_token=None, fuse_unk=False, byte_fallback=False))
     tok.normalizer = normalizers.NFC()
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    # The pre-tokenizer Qwen2 uses (transformers 5.x's Qwen2Tokenizer rebuilds exactly this one).
+    tok.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(Regex(QWEN2_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+        ]
+    )
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
     trainer = trainers.BpeTrainer(
@@ -167,15 +119,42 @@ def build_chatml(seed: int = SEED) -> Tokenizer:
     return tok
 
 
+def wordpiece_vocab(seed: int = SEED, size: int = BERT_VOCAB) -> dict[str, int]:
+    """A WordPiece vocabulary counted directly from the corpus, so it is the same with every tokenizers version.
+
+    (tokenizers' WordPieceTrainer breaks ties differently from run to run.) Specials, then every character
+    seen alone and as a continuation, then the most frequent whole words and word endings, ties by text.
+    """
+    normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=True)
+    pre = pre_tokenizers.BertPreTokenizer()
+    words: Counter[str] = Counter()
+    for line in corpus(seed + 1):
+        words.update(w for w, _ in pre.pre_tokenize_str(normalizer.normalize_str(line)))
+    chars = sorted({c for w in words for c in w})
+    endings: Counter[str] = Counter()
+    for word, count in words.items():
+        for n in (2, 3, 4):
+            if len(word) > n:
+                endings["##" + word[-n:]] += count
+    vocab = list(BERT_SPECIALS) + chars + ["##" + c for c in chars]
+    ranked = sorted(words.items(), key=lambda kv: (-kv[1], kv[0])) + sorted(endings.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked.sort(key=lambda kv: (-kv[1], kv[0]))
+    seen = set(vocab)
+    for token, _ in ranked:
+        if len(vocab) >= size:
+            break
+        if token not in seen:
+            seen.add(token)
+            vocab.append(token)
+    return {token: i for i, token in enumerate(vocab)}
+
+
 def build_bert(seed: int = SEED) -> Tokenizer:
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=100))
+    tok = Tokenizer(models.WordPiece(wordpiece_vocab(seed), unk_token="[UNK]", max_input_chars_per_word=100))
     tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
-    trainer = trainers.WordPieceTrainer(
-        vocab_size=BERT_VOCAB, min_frequency=2, special_tokens=BERT_SPECIALS, show_progress=False
-    )
-    tok.train_from_iterator(corpus(seed + 1), trainer=trainer)
+    tok.add_special_tokens(BERT_SPECIALS)
     cls_id, sep_id = tok.token_to_id("[CLS]"), tok.token_to_id("[SEP]")
     tok.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]",

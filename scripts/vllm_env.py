@@ -131,9 +131,10 @@ def build() -> None:
         f"torch=={TORCH}\ntransformers=={TRANSFORMERS}\ntokenizers=={TOKENIZERS}\n", encoding="utf-8"
     )
     reqs = requirements_of(wheel, python_of(ENV))
-    run([*pip, "-c", str(constraints), *reqs, f"transformers=={TRANSFORMERS}", f"tokenizers=={TOKENIZERS}",
-         *EXTRA_TOOLS])
-    MARKER.write_text(json.dumps({**build_key(), "build_s": round(time.monotonic() - t0, 1)}), encoding="utf-8")
+    pins = [f"transformers=={TRANSFORMERS}", f"tokenizers=={TOKENIZERS}"]
+    run([*pip, "-c", str(constraints), *reqs, *pins, *EXTRA_TOOLS])
+    record = {**build_key(), "build_s": round(time.monotonic() - t0, 1)}
+    MARKER.write_text(json.dumps(record), encoding="utf-8")
     log(f"built {ENV} in {time.monotonic() - t0:.0f}s")
 
 
@@ -149,7 +150,7 @@ def install_repo() -> None:
 
 def main() -> int:
     if sys.version_info[:2] != (3, 11):
-        log(f"note: building with Python {sys.version.split()[0]}; tested with 3.11 (the torch wheel on disk)")
+        log(f"note: building with Python {sys.version.split()[0]}; tested with 3.11 (the torch wheel's)")
     ready = False
     if MARKER.exists():
         try:

@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 import borrowguard
 from borrowguard.data import BUNDLED, CHATML, WORDPIECE, tokenizer_path
 from borrowguard.errors import GuardError
-from borrowguard.workload import hammer, make_calls, normalise, reference
+from borrowguard.workload import hammer, make_calls, make_processor, normalise, reference
 
 THREADS = 16
 
@@ -166,6 +166,22 @@ def test_uninstall_brings_back_the_race() -> None:
 def test_protect_rejects_what_it_cannot_guard() -> None:
     with pytest.raises(GuardError, match="fast tokenizer"):
         borrowguard.protect(object())
+
+
+@pytest.mark.parametrize("how", ["protect", "install"])
+def test_multimodal_processor_concurrent_with_plain_tokenizer_calls(how: str) -> None:
+    """A Qwen2-VL-style processor (tokenizer + image processor) and plain calls on its tokenizer, mixed."""
+    processor = make_processor(load())
+    calls = make_calls(processor, random.Random(13), 160)
+    assert {c.shape for c in calls} >= {"processor", "single"}
+    expected = reference(processor, calls)
+    if how == "protect":
+        assert borrowguard.protect(processor) is processor
+    else:
+        borrowguard.install()
+    result = hammer(processor, calls, expected, threads=THREADS, seconds=2.0)
+    assert result.calls_by_shape.get("processor", 0) > 0
+    assert result.clean, result.to_dict()
 
 
 class _Processor:

@@ -1,0 +1,257 @@
+#!/usr/bin/env python3
+"""Cost of the guard against the alternatives, measured in the same run (issue 3's targets).
+
+    python bench/guard.py [--seconds 3] [--repeats 3] [--threads 8]
+
+Every variant runs in a fresh subprocess (so RSS is its own) on the bundled ChatML tokenizer with medium
+and long texts, and the figures printed are medians of --repeats runs, interleaved, as ratios:
+
+  (a) 8 threads, each call with its own truncation max_length (64-4096), padded batches, chat templates:
+      guard / one global lock around every call             target >= 1.5
+  (b) 1 thread, one setting: guard / unguarded                target >= 0.95
+  (c) RSS kept after the run (calls finished, freed memory trimmed) over unguarded at the same thread
+      count, as a share of one tokenizer's footprint, at 2 and 8 threads   target <= 25%, any thread count
+  (d) 8 threads: guard / pool of deep copies (vLLM >= 0.21)   target >= 1.2, and its memory
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import queue
+import random
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve()
+
+
+def rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def settled_rss_mb() -> float:
+    """RSS once the calls in flight are gone: what a design keeps (copies, caches), not its working set."""
+    import ctypes
+    import gc
+
+    gc.collect()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)  # give freed arenas back, or they count as "kept"
+    except OSError:
+        pass
+    return rss_mb()
+
+
+# ---------------------------------------------------------------- one variant, in its own process
+
+
+def _texts(rng: random.Random) -> list[str]:
+    from borrowguard.data.corpus import corpus
+
+    lines = [line for line in corpus(seed=7, lines=4000) if not line.startswith("{")]
+    texts = []
+    for words in (300, 800, 2000, 4000):  # medium to long prompts
+        for _ in range(6):
+            start = rng.randrange(len(lines))
+            chunk, n = [], 0
+            while n < words:
+                line = lines[(start + len(chunk)) % len(lines)]
+                chunk.append(line)
+                n += len(line.split())
+            texts.append(" ".join(chunk))
+    return texts
+
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} tool",
+            "parameters": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+        },
+    }
+    for name in ("get_weather", "search_web", "lookup_order", "send_email")
+]
+
+
+def make_call(tok, rng: random.Random, texts: list[str], mixed: bool):
+    if not mixed:
+        text = texts[rng.randrange(len(texts))]
+        return lambda: tok(text, truncation=True, max_length=2048)
+    kind = rng.random()
+    max_length = rng.randint(64, 4096)
+    if kind < 0.45:
+        text = texts[rng.randrange(len(texts))]
+        return lambda: tok(text, truncation=True, max_length=max_length)
+    if kind < 0.75:
+        batch = rng.sample(texts, 4)
+        return lambda: tok(batch, padding=True, truncation=True, max_length=max_length)
+    messages = [
+        {"role": "system", "content": texts[rng.randrange(len(texts))][:2000]},
+        {"role": "user", "content": texts[rng.randrange(len(texts))][:6000]},
+    ]
+    return lambda: tok.apply_chat_template(messages, tools=TOOLS, tokenize=True, add_generation_prompt=True)
+
+
+def run_variant(variant: str, threads: int, seconds: float, mixed: bool) -> dict:
+    from transformers import AutoTokenizer
+
+    import borrowguard
+    from borrowguard.data import tokenizer_path
+
+    path = str(tokenizer_path())
+    before_load = rss_mb()
+    tok = AutoTokenizer.from_pretrained(path)
+    after_load = rss_mb()
+    rng = random.Random(0)
+    texts = _texts(rng)
+
+    lock = threading.Lock()
+    pool: queue.SimpleQueue = queue.SimpleQueue()
+    copies = [0]
+
+    if variant == "guard":
+        borrowguard.protect(tok)
+
+    def call_with(fn):
+        if variant == "lock":
+            with lock:
+                return fn()
+        return fn()
+
+    def pooled(rng_local):
+        # vLLM >= 0.21: take a deep copy from the pool, make one when it is empty, give it back after.
+        try:
+            t = pool.get_nowait()
+        except queue.Empty:
+            import copy
+
+            t = copy.deepcopy(tok)
+            copies[0] += 1
+        try:
+            make_call(t, rng_local, texts, mixed)()
+        finally:
+            pool.put(t)
+
+    counts = [0] * threads
+    errors = [0] * threads
+    barrier = threading.Barrier(threads + 1)
+    stop = threading.Event()
+
+    def worker(i: int) -> None:
+        local = random.Random(i)
+        barrier.wait()
+        while not stop.is_set():
+            try:
+                if variant == "pool":
+                    pooled(local)
+                else:
+                    call_with(make_call(tok, local, texts, mixed))
+            except Exception:  # the unguarded variant on the old stack
+                errors[i] += 1
+            counts[i] += 1
+
+    workers = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    barrier.wait()
+    start = time.perf_counter()
+    time.sleep(seconds)
+    stop.set()
+    for w in workers:
+        w.join()
+    elapsed = time.perf_counter() - start
+    return {
+        "variant": variant,
+        "threads": threads,
+        "calls_per_s": sum(counts) / elapsed,
+        "errors": sum(errors),
+        "footprint_mb": after_load - before_load,
+        "rss_mb": settled_rss_mb(),
+        "copies": copies[0],
+    }
+
+
+# ---------------------------------------------------------------- the driver
+
+
+def measure(variant: str, threads: int, seconds: float, mixed: bool) -> dict:
+    cmd = [sys.executable, str(HERE), "--child", variant, "--threads", str(threads), "--seconds", str(seconds)]
+    if mixed:
+        cmd.append("--mixed")
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds * 10 + 120)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def median(rows: list[dict], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=8)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--mixed", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(run_variant(args.child, args.threads, args.seconds, args.mixed)))
+        return 0
+
+    import tokenizers
+    import transformers
+
+    print(f"transformers {transformers.__version__}, tokenizers {tokenizers.__version__}, {os.cpu_count()} cores")
+    runs: dict[tuple[str, int, bool], list[dict]] = {}
+    plan = [
+        ("lock", args.threads, True), ("guard", args.threads, True), ("pool", args.threads, True),
+        ("unguarded", args.threads, True), ("unguarded", 2, True), ("guard", 2, True),
+        ("unguarded", 1, False), ("guard", 1, False),
+    ]
+    for _ in range(args.repeats):  # interleaved, so drift on a shared machine hits every variant alike
+        for key in plan:
+            runs.setdefault(key, []).append(measure(*key[:2], args.seconds, key[2]))
+
+    def rate(v, t, m):
+        return median(runs[(v, t, m)], "calls_per_s")
+
+    footprint = median(runs[("unguarded", args.threads, True)], "footprint_mb")
+    results = []
+    a = rate("guard", args.threads, True) / rate("lock", args.threads, True)
+    results.append((f"(a) {args.threads} threads mixed: guard / global lock", a, ">= 1.5", a >= 1.5))
+    b = rate("guard", 1, False) / rate("unguarded", 1, False)
+    results.append(("(b) 1 thread, one setting: guard / unguarded", b, ">= 0.95", b >= 0.95))
+    for t in (2, args.threads):
+        extra = median(runs[("guard", t, True)], "rss_mb") - median(runs[("unguarded", t, True)], "rss_mb")
+        share = extra / footprint
+        results.append((f"(c) {t} threads: kept RSS over unguarded / footprint", share, "<= 0.25", share <= 0.25))
+    d = rate("guard", args.threads, True) / rate("pool", args.threads, True)
+    results.append((f"(d) {args.threads} threads: guard / pool of deep copies", d, ">= 1.2", d >= 1.2))
+    pool_extra = median(runs[("pool", args.threads, True)], "rss_mb") - median(runs[("guard", args.threads, True)], "rss_mb")
+
+    print(f"\ntokenizer footprint {footprint:.1f} MB; medians of {args.repeats} runs of {args.seconds:g} s")
+    for (v, t, m), rows in runs.items():
+        print(
+            f"  {v:<9} threads={t:<2} {'mixed' if m else 'one setting':<11} "
+            f"{median(rows, 'calls_per_s'):9.1f} calls/s  rss {median(rows, 'rss_mb'):7.1f} MB"
+            + (f"  copies {median(rows, 'copies'):.0f}" if v == "pool" else "")
+            + (f"  errors {median(rows, 'errors'):.0f}" if median(rows, "errors") else "")
+        )
+    print()
+    for label, value, target, ok in results:
+        print(f"  {label:<62} {value:6.2f}  target {target:<7} {'PASS' if ok else 'FAIL'}")
+    print(f"  pool of deep copies uses {pool_extra:+.1f} MB more RSS than the guard")
+    return 0 if all(ok for *_, ok in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
