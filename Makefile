@@ -44,3 +44,12 @@ bench: $(NEW)/.stamp
 
 clean:
 	rm -rf $(DEMO) $(OLD) $(NEW)
+
+# ---- test-vllm (issue 9): the plugin proven on vLLM's own frontend code. scripts/vllm_env.py builds once and
+# caches a lean vLLM 0.19.1 environment outside the clone (BORROWGUARD_VLLM_CACHE, default ~/.cache/borrowguard).
+VLLM_BUILD_PYTHON ?= python3.11
+
+.PHONY: test-vllm
+test-vllm:
+	@py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_env.py)" && \
+	BORROWGUARD_VLLM_HARNESS=1 "$$py" -m pytest -q -p no:cacheprovider tests/vllm

@@ -184,7 +184,16 @@ def run_variant(variant: str, threads: int, seconds: float, mixed: bool) -> dict
 
 
 def measure(variant: str, threads: int, seconds: float, mixed: bool) -> dict:
-    cmd = [sys.executable, str(HERE), "--child", variant, "--threads", str(threads), "--seconds", str(seconds)]
+    cmd = [
+        sys.executable,
+        str(HERE),
+        "--child",
+        variant,
+        "--threads",
+        str(threads),
+        "--seconds",
+        str(seconds),
+    ]
     if mixed:
         cmd.append("--mixed")
     out = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=seconds * 10 + 120)
@@ -196,7 +205,9 @@ def median(rows: list[dict], key: str) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=8)
@@ -210,12 +221,19 @@ def main() -> int:
     import tokenizers
     import transformers
 
-    print(f"transformers {transformers.__version__}, tokenizers {tokenizers.__version__}, {os.cpu_count()} cores")
+    print(
+        f"transformers {transformers.__version__}, tokenizers {tokenizers.__version__}, {os.cpu_count()} cores"
+    )
     runs: dict[tuple[str, int, bool], list[dict]] = {}
     plan = [
-        ("lock", args.threads, True), ("guard", args.threads, True), ("pool", args.threads, True),
-        ("unguarded", args.threads, True), ("unguarded", 2, True), ("guard", 2, True),
-        ("unguarded", 1, False), ("guard", 1, False),
+        ("lock", args.threads, True),
+        ("guard", args.threads, True),
+        ("pool", args.threads, True),
+        ("unguarded", args.threads, True),
+        ("unguarded", 2, True),
+        ("guard", 2, True),
+        ("unguarded", 1, False),
+        ("guard", 1, False),
     ]
     for _ in range(args.repeats):  # interleaved, so drift on a shared machine hits every variant alike
         for key in plan:
@@ -233,10 +251,14 @@ def main() -> int:
     for t in (2, args.threads):
         extra = median(runs[("guard", t, True)], "rss_mb") - median(runs[("unguarded", t, True)], "rss_mb")
         share = extra / footprint
-        results.append((f"(c) {t} threads: kept RSS over unguarded / footprint", share, "<= 0.25", share <= 0.25))
+        results.append(
+            (f"(c) {t} threads: kept RSS over unguarded / footprint", share, "<= 0.25", share <= 0.25)
+        )
     d = rate("guard", args.threads, True) / rate("pool", args.threads, True)
     results.append((f"(d) {args.threads} threads: guard / pool of deep copies", d, ">= 1.2", d >= 1.2))
-    pool_extra = median(runs[("pool", args.threads, True)], "rss_mb") - median(runs[("guard", args.threads, True)], "rss_mb")
+    pool_extra = median(runs[("pool", args.threads, True)], "rss_mb") - median(
+        runs[("guard", args.threads, True)], "rss_mb"
+    )
 
     print(f"\ntokenizer footprint {footprint:.1f} MB; medians of {args.repeats} runs of {args.seconds:g} s")
     for (v, t, m), rows in runs.items():

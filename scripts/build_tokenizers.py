@@ -22,9 +22,9 @@ from pathlib import Path
 os.environ["RAYON_NUM_THREADS"] = "1"
 os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
-from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers  # noqa: E402
+from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from borrowguard.data.corpus import corpus  # noqa: E402
+from borrowguard.data.corpus import corpus
 
 SEED = 20261130
 CHATML_VOCAB = 16000
@@ -41,9 +41,7 @@ CHATML_SPECIALS = [
     "<tool_call>",
     "</tool_call>",
 ]
-QWEN2_SPLIT = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
+QWEN2_SPLIT = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 CHAT_TEMPLATE = (
@@ -54,7 +52,7 @@ CHAT_TEMPLATE = (
     "You are provided with function signatures within <tools></tools> XML tags:\\n<tools>' }}"
     "{%- for tool in tools %}{{- '\\n' }}{{- tool | tojson }}{%- endfor %}"
     "{{- '\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments "
-    "within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\"name\": <function-name>, \"arguments\": "
+    'within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{"name": <function-name>, "arguments": '
     "<args-json-object>}\\n</tool_call><|im_end|>\\n' }}"
     "{%- elif messages[0].role != 'system' %}"
     "{{- '<|im_start|>system\\nYou are a helpful assistant.<|im_end|>\\n' }}"
@@ -84,7 +82,7 @@ CHAT_TEMPLATE = (
     "{%- if message.role == 'assistant' and message.tool_calls %}"
     "{%- for tool_call in message.tool_calls %}"
     "{%- set call = tool_call.function if tool_call.function else tool_call %}"
-    "{{- '\\n<tool_call>\\n{\"name\": \"' + call.name + '\", \"arguments\": ' }}"
+    '{{- \'\\n<tool_call>\\n{"name": "\' + call.name + \'", "arguments": \' }}'
     "{%- if call.arguments is string %}{{- call.arguments }}{%- else %}{{- call.arguments | tojson }}{%- endif %}"
     "{{- '}\\n</tool_call>' }}"
     "{%- endfor %}"
@@ -137,7 +135,9 @@ def wordpiece_vocab(seed: int = SEED, size: int = BERT_VOCAB) -> dict[str, int]:
             if len(word) > n:
                 endings["##" + word[-n:]] += count
     vocab = list(BERT_SPECIALS) + chars + ["##" + c for c in chars]
-    ranked = sorted(words.items(), key=lambda kv: (-kv[1], kv[0])) + sorted(endings.items(), key=lambda kv: (-kv[1], kv[0]))
+    ranked = sorted(words.items(), key=lambda kv: (-kv[1], kv[0])) + sorted(
+        endings.items(), key=lambda kv: (-kv[1], kv[0])
+    )
     ranked.sort(key=lambda kv: (-kv[1], kv[0]))
     seen = set(vocab)
     for token, _ in ranked:
@@ -165,8 +165,14 @@ def build_bert(seed: int = SEED) -> Tokenizer:
 
 
 def _added_token(content: str, idx: int, special: bool = True) -> dict:
-    return {"content": content, "lstrip": False, "normalized": False, "rstrip": False,
-            "single_word": False, "special": special}
+    return {
+        "content": content,
+        "lstrip": False,
+        "normalized": False,
+        "rstrip": False,
+        "single_word": False,
+        "special": special,
+    }
 
 
 def _write_json(path: Path, data: dict) -> None:
@@ -186,7 +192,9 @@ def write_chatml(out: Path, tok: Tokenizer) -> None:
             "eos_token": "<|im_end|>",
             "pad_token": "<|endoftext|>",
             "unk_token": None,
-            "additional_special_tokens": [t for t in CHATML_SPECIALS if t not in ("<|endoftext|>", "<|im_end|>")],
+            "additional_special_tokens": [
+                t for t in CHATML_SPECIALS if t not in ("<|endoftext|>", "<|im_end|>")
+            ],
             "added_tokens_decoder": {str(ids[t]): _added_token(t, ids[t]) for t in CHATML_SPECIALS},
             "clean_up_tokenization_spaces": False,
             "split_special_tokens": False,
@@ -230,7 +238,9 @@ def build_all(out: Path, seed: int = SEED) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--seed", type=int, default=SEED)
     args = parser.parse_args()

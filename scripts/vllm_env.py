@@ -49,6 +49,8 @@ SKIP = re.compile(
     re.IGNORECASE,
 )
 EXTRA_TOOLS = ["pytest>=8.0", "pytest-timeout>=2.3", "setuptools>=77"]
+# Bump when build() changes in a way the key below does not see; every cached environment is then rebuilt.
+BUILD_REVISION = 1
 
 
 def log(msg: str) -> None:
@@ -68,7 +70,9 @@ def build_key() -> dict[str, str]:
         "transformers": TRANSFORMERS,
         "tokenizers": TOKENIZERS,
         "python": f"{sys.version_info.major}.{sys.version_info.minor}",
-        "script": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
+        "skip": SKIP.pattern,
+        "extra": " ".join(EXTRA_TOOLS),
+        "revision": str(BUILD_REVISION),
     }
 
 
@@ -132,6 +136,7 @@ def build() -> None:
     )
     reqs = requirements_of(wheel, python_of(ENV))
     pins = [f"transformers=={TRANSFORMERS}", f"tokenizers=={TOKENIZERS}"]
+    # pip then reports vLLM's GPU requirements as missing and its torch pin as unmet: expected, harmless.
     run([*pip, "-c", str(constraints), *reqs, *pins, *EXTRA_TOOLS])
     record = {**build_key(), "build_s": round(time.monotonic() - t0, 1)}
     MARKER.write_text(json.dumps(record), encoding="utf-8")
@@ -139,13 +144,16 @@ def build() -> None:
 
 
 def install_repo() -> None:
-    # Editable, no deps: the clone's source is what runs; redone only when the clone moved.
+    # Editable, no deps: the clone's source is what runs. Redone when the clone moved (CI clones elsewhere)
+    # or pyproject.toml changed (the entry points live in the metadata written at install time).
     stamp = ENV / ".borrowguard-repo"
-    if stamp.exists() and stamp.read_text(encoding="utf-8") == str(REPO):
+    pyproject = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()[:16]
+    wanted = f"{REPO}\n{pyproject}"
+    if stamp.exists() and stamp.read_text(encoding="utf-8") == wanted:
         return
     py = str(python_of(ENV))
     run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(REPO)])
-    stamp.write_text(str(REPO), encoding="utf-8")
+    stamp.write_text(wanted, encoding="utf-8")
 
 
 def main() -> int:

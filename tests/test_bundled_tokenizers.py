@@ -15,7 +15,7 @@ from borrowguard.data import BUNDLED, CHATML, WORDPIECE, tokenizer_path
 from borrowguard.data.corpus import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE = "Hello world, the model said 你好世界 <|im_start|>user\n🙂 [CLS] def f(x): return {\"a\": 1}"
+PROBE = 'Hello world, the model said 你好世界 <|im_start|>user\n🙂 [CLS] def f(x): return {"a": 1}'
 
 
 def _model_fingerprint(path: Path) -> dict:
@@ -65,13 +65,32 @@ def test_chatml_tokens_and_template() -> None:
     tok = AutoTokenizer.from_pretrained(str(tokenizer_path(CHATML)))
     assert 8000 <= len(tok) <= 32000
     assert tok.pad_token == "<|endoftext|>" and tok.eos_token == "<|im_end|>"
-    for special in ("<|im_start|>", "<|vision_start|>", "<|image_pad|>", "<|vision_end|>", "<tool_call>", "</tool_call>"):
+    for special in (
+        "<|im_start|>",
+        "<|vision_start|>",
+        "<|image_pad|>",
+        "<|vision_end|>",
+        "<tool_call>",
+        "</tool_call>",
+    ):
         assert len(tok(special, add_special_tokens=False)["input_ids"]) == 1, special
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}]
     messages = [
         {"role": "system", "content": "Be brief."},
-        {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:"}}, {"type": "text", "text": "What?"}]},
-        {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "image_url", "image_url": {"url": "data:"}},
+                {"type": "text", "text": "What?"},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}
+            ],
+        },
         {"role": "tool", "content": "sunny"},
     ]
     prompt = tok.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)

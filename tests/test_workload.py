@@ -11,7 +11,16 @@ from packaging.version import Version
 from transformers import AutoTokenizer
 
 from borrowguard.data import CHATML, WORDPIECE, tokenizer_path
-from borrowguard.workload import Call, HammerResult, Raised, hammer, make_calls, normalise, reference
+from borrowguard.workload import (
+    Call,
+    HammerResult,
+    Raised,
+    hammer,
+    make_calls,
+    make_processor,
+    normalise,
+    reference,
+)
 
 OLD_STACK = Version(tokenizers.__version__) < Version("0.23.1")  # before the internal RwLock
 
@@ -124,3 +133,17 @@ def test_unguarded_hammer_shows_this_stacks_failure(tok):
         assert "Already borrowed" not in result.exceptions
         leaked = result.total_wrong + result.exceptions.get("Truncation error", 0)
         assert leaked > 0, result.to_dict()
+
+
+def test_processor_workload_mixes_processor_and_tokenizer_calls(chatml):
+    processor = make_processor(chatml)
+    assert processor.tokenizer is chatml
+    calls = make_calls(processor, random.Random(5), 60)
+    targets = {(c.shape == "processor", c.target) for c in calls}
+    assert targets == {(True, ""), (False, "tokenizer")}
+    expected = reference(processor, calls)
+    assert expected == reference(processor, calls)
+    ok = [r for c, r in zip(calls, expected) if c.shape == "processor" and not isinstance(r, Raised)]
+    assert ok and all("pixel_values" in repr(r) for r in ok)  # images really went through
+    with pytest.raises(ValueError, match="image_pad"):
+        make_processor(AutoTokenizer.from_pretrained(str(tokenizer_path(WORDPIECE))))

@@ -22,7 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
 __all__ = [
     "ALL_KINDS",
@@ -33,6 +33,7 @@ __all__ = [
     "exception_kind",
     "hammer",
     "make_calls",
+    "make_processor",
     "normalise",
     "reference",
 ]
@@ -379,12 +380,13 @@ class _ProcessorBuilder:
             Image.new("RGB", (size, size), color)
             for size, color in ((56, (200, 30, 30)), (84, (30, 200, 30)), (112, (30, 30, 200)))
         ]
-        self.image_token = "<|vision_start|><|image_pad|><|vision_end|>"
+        self.image_token = f"<|vision_start|>{IMAGE_TOKEN}<|vision_end|>"
 
     def call(self) -> Call:
         r = self.b.rng
         n = r.randint(1, 2)
-        texts = [f"{self.image_token}{self.b.text()}" for _ in range(n)]
+        # No special tokens inside the text: a stray <|image_pad|> would not match the images.
+        texts = [f"{self.image_token}{_texts(r, ())}" for _ in range(n)]
         images = [r.choice(self.images) for _ in range(n)]
         kw: dict[str, Any] = {"text": texts, "images": images}
         if n > 1 or r.random() < 0.3:
@@ -444,6 +446,52 @@ def make_calls(
             call = Call(call.shape, call.method, call.args, call.kwargs, target="tokenizer")
         calls.append(call)
     return calls
+
+
+IMAGE_TOKEN = "<|image_pad|>"
+
+
+def make_processor(tokenizer: Any) -> Any:
+    """A Qwen2-VL-style multimodal processor around `tokenizer`, assembled locally (nothing downloaded).
+
+    `Qwen2VLProcessor` itself when a video processor can be built (needs torchvision); otherwise the same
+    class without its video part, which tokenizes images exactly as Qwen2-VL does (`self.tokenizer(text,
+    **text_kwargs)` after expanding <|image_pad|>). Needs transformers and Pillow; the tokenizer must know
+    the Qwen2-VL image tokens (the bundled ChatML tokenizer does).
+    """
+    from transformers import Qwen2VLProcessor
+    from transformers.processing_utils import ProcessorMixin
+
+    if tokenizer.convert_tokens_to_ids(IMAGE_TOKEN) in (None, tokenizer.unk_token_id):
+        raise ValueError(f"the tokenizer has no {IMAGE_TOKEN} token: not a Qwen2-VL-style tokenizer")
+    try:  # transformers 5.x: the PIL backend, without the torchvision fallback warning
+        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
+            Qwen2VLImageProcessorPil as ImageProcessor,
+        )
+    except ImportError:
+        from transformers import Qwen2VLImageProcessor as ImageProcessor
+    template = getattr(tokenizer, "chat_template", None)
+    try:
+        from transformers import Qwen2VLVideoProcessor
+
+        video = Qwen2VLVideoProcessor()
+    except Exception:  # torchvision missing: build the image-only equivalent below
+        video = None
+    if video is not None:
+        return Qwen2VLProcessor(ImageProcessor(), tokenizer, video, chat_template=template)
+
+    class Qwen2VLImageOnlyProcessor(Qwen2VLProcessor):
+        attributes: ClassVar[list[str]] = ["image_processor", "tokenizer"]  # transformers 4.x reads this
+
+        def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None):
+            # What Qwen2VLProcessor.__init__ sets, minus the video processor it would insist on.
+            self.image_token = getattr(tokenizer, "image_token", IMAGE_TOKEN)
+            self.video_token = getattr(tokenizer, "video_token", "<|video_pad|>")
+            self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
+            self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
+            ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
+
+    return Qwen2VLImageOnlyProcessor(ImageProcessor(), tokenizer, chat_template=template)
 
 
 # ------------------------------------------------------------------------------------- comparison

@@ -20,10 +20,26 @@ from borrowguard.errors import UserInputError
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "doctor": ("borrowguard.cli.doctor", "doctor", "Check this environment against known-bad versions."),
     "scan": ("borrowguard.cli.scan", "scan", "Diagnose server logs: known failure signatures and remedies."),
-    "repro": ("borrowguard.cli.repro", "repro", "Run the tokenizer race on this stack: crash, corruption or safe."),
-    "serve": ("borrowguard.cli.serve", "serve", "Start the bundled reference server (real front end, stub engine)."),
-    "verify": ("borrowguard.cli.verify", "verify", "Load a server with image/tool/text chats and give a verdict."),
-    "run": ("borrowguard.cli.run", "run", "Run any command with the guard in every Python process it starts."),
+    "repro": (
+        "borrowguard.cli.repro",
+        "repro",
+        "Run the tokenizer race on this stack: crash, corruption or safe.",
+    ),
+    "serve": (
+        "borrowguard.cli.serve",
+        "serve",
+        "Start the bundled reference server (real front end, stub engine).",
+    ),
+    "verify": (
+        "borrowguard.cli.verify",
+        "verify",
+        "Load a server with image/tool/text chats and give a verdict.",
+    ),
+    "run": (
+        "borrowguard.cli.run",
+        "run",
+        "Run any command with the guard in every Python process it starts.",
+    ),
 }
 
 

@@ -11,7 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 _PROBES = (
-    ("Hello world, this is the first sequence.", "And here comes a second one, a little longer than the first."),
+    (
+        "Hello world, this is the first sequence.",
+        "And here comes a second one, a little longer than the first.",
+    ),
     ("short", "x"),
 )
 _TRUNCATIONS = (
@@ -47,13 +50,19 @@ def pairs_match(state: Any) -> bool:
         for trunc in _TRUNCATIONS:
             for add_special_tokens in (True, False):
                 try:
-                    ours = [encoding_fields(e) for e in encode_truncated(encoder, flat, layout, trunc, False, add_special_tokens)]
-                except Exception as exc:  # noqa: BLE001 - compared with the backend's own outcome below
+                    ours = [
+                        encoding_fields(e)
+                        for e in encode_truncated(encoder, flat, layout, trunc, False, add_special_tokens)
+                    ]
+                except Exception as exc:
                     ours = (type(exc), str(exc))
                 apply_settings(reference, trunc, None, False)
                 try:
-                    theirs = [encoding_fields(e) for e in reference.encode_batch(list(_PROBES), add_special_tokens=add_special_tokens)]
-                except Exception as exc:  # noqa: BLE001
+                    theirs = [
+                        encoding_fields(e)
+                        for e in reference.encode_batch(list(_PROBES), add_special_tokens=add_special_tokens)
+                    ]
+                except Exception as exc:
                     theirs = (type(exc), str(exc))
                 if ours != theirs:
                     return False

@@ -131,12 +131,16 @@ class BackendView:
         return getattr(self._state.backend, name)
 
     # -- encoding -------------------------------------------------------------------------------------
-    def encode_batch(self, input: Sequence[Any], is_pretokenized: bool = False, add_special_tokens: bool = True) -> list:
+    def encode_batch(
+        self, input: Sequence[Any], is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> list:
         state = self._state
         trunc, pad = self.truncation, self.padding
         encoder = state.encoder(self.encode_special_tokens)
         if trunc is None:
-            encodings = encoder.encode_batch(input, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
+            encodings = encoder.encode_batch(
+                input, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
+            )
             if pad is not None:
                 pad_batch(encodings, pad)
             return encodings
@@ -152,7 +156,9 @@ class BackendView:
         self, sequence: Any, pair: Any = None, is_pretokenized: bool = False, add_special_tokens: bool = True
     ) -> Any:
         item = sequence if pair is None else (sequence, pair)
-        return self.encode_batch([item], is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)[0]
+        return self.encode_batch(
+            [item], is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
+        )[0]
 
     def _encode_serially(self, input: Sequence[Any], is_pretokenized: bool, add_special_tokens: bool) -> list:
         """Exact for any input shape: the settings are applied to a private copy, one call at a time."""
@@ -160,7 +166,9 @@ class BackendView:
         with state.serial_lock:
             backend = state.serial_backend()
             apply_settings(backend, self.truncation, self.padding, self.encode_special_tokens)
-            return backend.encode_batch(input, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
+            return backend.encode_batch(
+                input, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
+            )
 
 
 def apply_settings(backend: Any, trunc: dict | None, pad: dict | None, split_special_tokens: bool) -> None:

@@ -1,0 +1,167 @@
+"""Parse the text printed by `vllm collect-env` and `python -m torch.utils.collect_env` into a snapshot.
+
+Both print "Key: value" lines (vLLM pads the key with spaces), the `lscpu` block ("Architecture: aarch64"),
+"GPU 0: NVIDIA ..." lines, pip/conda package lines ("[pip3] transformers==4.57.1") and, for vLLM, an
+environment-variable section ("NAME=value"). Users paste these into issues, so the text may be reflowed,
+indented, truncated or hostile: unknown lines are ignored, lines are length-capped, values are cleaned.
+"""
+
+from __future__ import annotations
+
+import re
+from types import MappingProxyType
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from borrowguard.doctor.snapshot import (
+    MAX_ENV,
+    MAX_GPUS,
+    MAX_PACKAGES,
+    Snapshot,
+    clean,
+    is_relevant_env,
+    normalize_machine,
+    redact_env,
+)
+from borrowguard.errors import UserInputError
+
+MAX_LINE = 4000
+"""Longer lines are skipped: no line of a collect-env report comes close."""
+
+_KEY_VALUE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 ()/._\-]{0,60}?)\s*:\s*(.*?)\s*$")
+_PIP = re.compile(r"^\s*\[pip\d*\]\s+([A-Za-z0-9][A-Za-z0-9._\-]*)\s*==\s*(\S+)")
+_CONDA = re.compile(r"^\s*\[conda\]\s+([A-Za-z0-9][A-Za-z0-9._\-]*)\s+(\d\S*)")
+_GPU = re.compile(r"GPU\s+\d+\s*:\s*(.+?)(?:\s*\(UUID:.*)?$")
+_ENV = re.compile(r"^\s*([A-Z_][A-Z0-9_]*)=(.*)$")
+_NCCL_LINE = re.compile(r"\bNCCL version\s*[:=]?\s*(\d+\.\d+\.\d+)")
+_LSCPU_ARCH = re.compile(r"\bArchitecture\s*:\s*(\S+)")  # also "CPU: Architecture: aarch64" on one line
+_ARCH_IN_TEXT = re.compile(r"\b(aarch64|arm64|x86_64|amd64|ppc64le|s390x)\b", re.IGNORECASE)
+_VERSION_TOKEN = re.compile(r"^v?(\d[0-9A-Za-z.+!\-]*)")
+
+# The lines that identify a collect-env report; a text with none of them is not one.
+_MARKERS = frozenset({"pytorch version", "vllm version", "python version", "os", "python platform"})
+
+
+def looks_like_collect_env(text: str) -> bool:
+    return any(_key(m.group(1)) in _MARKERS for m in map(_KEY_VALUE.match, text.splitlines()[:2000]) if m)
+
+
+def parse_collect_env(text: str) -> Snapshot:
+    """A snapshot from collect-env text; raises UserInputError when the text is not such a report."""
+    packages: dict[str, str] = {}
+    cuda: dict[str, str] = {}
+    gpus: list[str] = []
+    env: dict[str, str] = {}
+    notes: list[str] = []
+    facts: dict[str, str] = {}
+    machines: dict[str, str] = {}
+    nccl_line: str | None = None
+    markers = 0
+
+    for raw in text.splitlines():
+        if len(raw) > MAX_LINE:
+            continue
+        line = raw.rstrip()
+        if m := _PIP.match(line) or _CONDA.match(line):
+            if len(packages) < MAX_PACKAGES:
+                packages[canonicalize_name(m.group(1))] = clean(m.group(2))
+            markers += 1
+            continue
+        if m := _ENV.match(line):
+            if is_relevant_env(m.group(1)) and len(env) < MAX_ENV:
+                env[m.group(1)] = clean(m.group(2))
+            continue
+        if nccl_line is None and (m := _NCCL_LINE.search(line)):
+            nccl_line = m.group(1)
+        if (m := _GPU.search(line)) and len(gpus) < MAX_GPUS:
+            gpus.append(clean(m.group(1)))
+        if m := _LSCPU_ARCH.search(line):
+            machines.setdefault("lscpu", m.group(1))
+        if not (m := _KEY_VALUE.match(line)):
+            continue
+        key, value = _key(m.group(1)), m.group(2)
+        if key in _MARKERS:
+            markers += 1
+        if key == "os":
+            facts.setdefault("os", value)
+            if arch := _ARCH_IN_TEXT.search(value):
+                machines.setdefault("os", arch.group(1))
+        elif key == "python platform":
+            if arch := _ARCH_IN_TEXT.search(value):
+                machines.setdefault("platform", arch.group(1))
+            facts.setdefault("system", value.split("-", 1)[0])
+        elif key in ("pytorch version", "vllm version", "python version"):
+            facts.setdefault(key, value)
+        elif key == "cuda used to build pytorch":
+            _set(cuda, "torch_build", value)
+        elif key == "cuda runtime version":
+            _set(cuda, "runtime", value)
+        elif key == "nvidia driver version":
+            _set(cuda, "driver", value)
+
+    if markers == 0:
+        raise UserInputError(
+            "not a borrowguard snapshot nor the output of `vllm collect-env` / "
+            "`python -m torch.utils.collect_env` (no 'PyTorch version', 'vLLM Version', 'OS', "
+            "'Python version' or '[pip3] name==version' line found)"
+        )
+
+    for key, package in (("pytorch version", "torch"), ("vllm version", "vllm")):
+        if key in facts and package not in packages:
+            version = _version_of(facts[key])
+            if version:
+                packages[package] = version
+            elif facts[key] and facts[key].upper() not in ("N/A", "COULD NOT COLLECT"):
+                notes.append(f"unrecognised {key}: {clean(facts[key], 80)!r}")
+
+    nccl_version, nccl_source = None, None
+    for name in ("nvidia-nccl-cu13", "nvidia-nccl-cu12"):
+        if packages.get(name):
+            nccl_version, nccl_source = packages[name], f"{name} package (collect-env)"
+            break
+    else:
+        if nccl_line:
+            nccl_version, nccl_source = nccl_line, "NCCL version line (collect-env)"
+
+    machine = machines.get("lscpu") or machines.get("os") or machines.get("platform")
+    python = _version_of(facts.get("python version", ""))
+    return Snapshot(
+        source="collect-env",
+        python_version=python,
+        python_implementation=None,
+        system=clean(facts["system"], 40) if facts.get("system") else None,
+        os=clean(facts["os"]) if facts.get("os") else None,
+        machine=normalize_machine(clean(machine, 40)) if machine else None,
+        packages=MappingProxyType(packages),
+        nccl_version=nccl_version,
+        nccl_source=nccl_source,
+        cuda=MappingProxyType(cuda),
+        gpus=tuple(gpus),
+        # A collect-env report lists borrowguard only if it is installed; absent means unknown.
+        plugin_registered=True if packages.get("borrowguard") else None,
+        env=MappingProxyType(redact_env(env)),
+        notes=tuple(notes),
+    )
+
+
+def _key(raw: str) -> str:
+    return " ".join(raw.lower().split())
+
+
+def _set(target: dict[str, str], key: str, value: str) -> None:
+    if value and value.upper() not in ("N/A", "COULD NOT COLLECT") and key not in target:
+        target[key] = clean(value, 80)
+
+
+def _version_of(value: str) -> str | None:
+    """The version at the start of "0.10.1.1 (git sha: 1da94e6)" or "3.12.11 (main, ...)", if valid."""
+    m = _VERSION_TOKEN.match(value.strip())
+    if not m:
+        return None
+    token = m.group(1)
+    try:
+        Version(token)
+    except InvalidVersion:
+        return None
+    return token

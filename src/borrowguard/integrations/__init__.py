@@ -1,0 +1,1 @@
+"""Entry points through which servers activate borrowguard by themselves (vLLM's general plugins)."""

@@ -1,0 +1,167 @@
+"""vLLM general plugin: installing borrowguard into a vLLM environment activates the guard.
+
+pyproject.toml declares::
+
+    [project.entry-points."vllm.general_plugins"]
+    borrowguard = "borrowguard.integrations.vllm:register"
+
+vLLM calls `register()` once in every process it starts: the API server (while it builds its CLI parser,
+before any tokenizer exists), EngineCore and the workers. `borrowguard.install()` covers tokenizers created
+before and after the call, so the plugin only has to call it once per process and say so in the log:
+
+    INFO 11-30 10:20:26 [vllm.py:72] borrowguard 0.1.0: tokenizer guard installed; transformers 5.5.3,
+    tokenizers 0.22.2, vllm 0.19.1; set BORROWGUARD_DISABLE=1 to turn it off
+
+(one line, one per vLLM process; other outcomes: "disabled by BORROWGUARD_DISABLE", "not in VLLM_PLUGINS",
+"tokenizer guard already active", and a WARNING "tokenizer guard NOT installed (reason)").
+
+Switches, read at each process start:
+
+- ``BORROWGUARD_DISABLE=1`` (or true/yes/on): the plugin logs that it is disabled and changes nothing.
+- ``VLLM_PLUGINS``: vLLM's own comma-separated allow-list; when it is set and does not name
+  ``borrowguard``, the plugin does nothing (vLLM normally filters before calling us; a direct call obeys
+  the same rule).
+
+Importing this module is cheap: it imports neither transformers, tokenizers, torch nor vllm. Only
+`register()` on the enabled path imports the guard, which imports transformers — already loaded in
+every vLLM process by the time plugins run.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from collections.abc import Mapping
+from importlib import metadata
+
+__all__ = [
+    "DISABLE_ENV",
+    "DISABLE_VALUES",
+    "LOGGER_NAME",
+    "PLUGIN_NAME",
+    "Outcome",
+    "allowed_by_vllm_plugins",
+    "register",
+    "status_line",
+]
+
+PLUGIN_NAME = "borrowguard"
+"""The entry point's name: what VLLM_PLUGINS must list."""
+LOGGER_NAME = "vllm.borrowguard"
+"""Under vLLM's "vllm" logger, so the line goes wherever vLLM's own INFO lines go."""
+DISABLE_ENV = "BORROWGUARD_DISABLE"
+DISABLE_VALUES = frozenset({"1", "true", "yes", "on"})
+"""Values of BORROWGUARD_DISABLE (stripped, lower-cased) that turn the plugin off."""
+
+# The states register() can end in; also the stable words of the log line (scan and doctor match them).
+Outcome = str
+INSTALLED: Outcome = "tokenizer guard installed"
+ALREADY: Outcome = "tokenizer guard already active"
+DISABLED: Outcome = f"disabled by {DISABLE_ENV}"
+NOT_ALLOWED: Outcome = "not in VLLM_PLUGINS"
+FAILED: Outcome = "tokenizer guard NOT installed"
+
+_lock = threading.Lock()
+_outcome: Outcome | None = None
+
+
+def register() -> None:
+    """Activate the guard in this process (vLLM's general-plugin hook). Idempotent, never raises."""
+    global _outcome
+    with _lock:
+        if _outcome is not None:  # vLLM may call us more than once per process; log once
+            return
+        outcome, detail = _activate(os.environ)
+        _outcome = outcome
+    level = logging.WARNING if outcome == FAILED else logging.INFO
+    _emit(level, status_line(outcome, detail))
+
+
+def _activate(env: Mapping[str, str]) -> tuple[Outcome, str]:
+    if env.get(DISABLE_ENV, "").strip().lower() in DISABLE_VALUES:
+        return DISABLED, f"{DISABLE_ENV}={env[DISABLE_ENV]}"
+    if not allowed_by_vllm_plugins(env.get("VLLM_PLUGINS")):
+        return NOT_ALLOWED, f"VLLM_PLUGINS={env['VLLM_PLUGINS']}"
+    try:
+        import borrowguard
+
+        if borrowguard.is_installed():  # e.g. `borrowguard run` got here first
+            return ALREADY, ""
+        borrowguard.install()
+    except Exception as exc:
+        # A failed guard must not take the server down: vLLM would die in its CLI parser. Say it loudly.
+        return FAILED, f"{type(exc).__name__}: {exc}"
+    return INSTALLED, ""
+
+
+def allowed_by_vllm_plugins(raw: str | None) -> bool:
+    """Whether vLLM runs this plugin under VLLM_PLUGINS=`raw` (None: unset, every plugin runs).
+
+    vLLM's exact rule (vllm.envs): the value is split on "," and NOT stripped, so "a, borrowguard"
+    leaves us out. `borrowguard doctor` uses this to say whether the guard will be active.
+    """
+    if raw is None:
+        return True
+    return PLUGIN_NAME in raw.split(",")
+
+
+# Earlier names, still imported by borrowguard.doctor.rules; to be replaced there by the public ones.
+_TRUE = DISABLE_VALUES
+
+
+def _allowed(raw: str | None) -> bool:
+    # The first version stripped names, which vLLM does not do; kept until doctor moves to
+    # allowed_by_vllm_plugins (its test expects " borrowguard , x" to count as listed).
+    return raw is None or PLUGIN_NAME in {name.strip() for name in raw.split(",")}
+
+
+def status_line(outcome: Outcome, detail: str = "") -> str:
+    """The one line register() logs: what it did, and the versions that decide whether it matters."""
+    from borrowguard._version import __version__
+
+    versions = ", ".join(f"{dist} {_version(dist)}" for dist in ("transformers", "tokenizers", "vllm"))
+    text = f"borrowguard {__version__}: {outcome}"
+    if detail:
+        text += f" ({detail})"
+    text += f"; {versions}"
+    if outcome in (INSTALLED, ALREADY):
+        text += f"; set {DISABLE_ENV}=1 to turn it off"
+    return text
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+def _emit(level: int, text: str) -> None:
+    log = _logger()
+    if log.hasHandlers():
+        log.log(level, "%s", text)
+        return
+    # Logging is not set up yet: newer vLLM (0.2x and later) configures it only after building its CLI
+    # parser, which is where the API server loads plugins. Without this the line would be dropped.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(_FALLBACK_FORMAT, _FALLBACK_DATEFMT))
+    handler.handle(log.makeRecord(log.name, level, __file__, sys._getframe().f_lineno, text, None, None))
+
+
+# vLLM's own default format, so the line looks like its neighbours.
+_FALLBACK_FORMAT = "%(levelname)s %(asctime)s [%(filename)s:%(lineno)d] %(message)s"
+_FALLBACK_DATEFMT = "%m-%d %H:%M:%S"
+
+
+def _logger() -> logging.Logger:
+    # Through vLLM's own logger setup when vLLM is loaded (its handler and format); never import it here.
+    if "vllm" in sys.modules:
+        try:
+            from vllm.logger import init_logger
+
+            return init_logger(LOGGER_NAME)
+        except Exception:
+            pass
+    return logging.getLogger(LOGGER_NAME)

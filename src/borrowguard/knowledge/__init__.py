@@ -1,0 +1,12 @@
+"""The knowledge base: every known problem once, for doctor (version rules) and scan (log signatures).
+
+from borrowguard.knowledge import load
+kb = load()                       # bundled rules.toml (cached)
+kb = load("my-rules.toml")        # plus a user's file: new ids add, same ids replace
+kb.get("tokenizers-borrow-race").remedies
+"""
+
+from borrowguard.knowledge.detect import CHECKS, SEVERITIES
+from borrowguard.knowledge.loader import BUNDLED_RULES, KnowledgeBase, KnowledgeError, Problem, load
+
+__all__ = ["BUNDLED_RULES", "CHECKS", "SEVERITIES", "KnowledgeBase", "KnowledgeError", "Problem", "load"]

@@ -1,0 +1,191 @@
+"""Load and validate the knowledge base: the bundled rules.toml plus an optional user file."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from borrowguard.errors import UserInputError
+from borrowguard.knowledge.detect import SEVERITIES, validate_detect
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+BUNDLED_RULES = Path(__file__).resolve().parent / "rules.toml"
+MAX_RULES_BYTES = 1_000_000
+"""A user rules file larger than this is refused: real ones are a few kilobytes."""
+
+_REQUIRED = ("id", "title", "severity", "explanation")
+_KNOWN = (*_REQUIRED, "remedies", "references", "related", "detect", "signature")
+
+
+class KnowledgeError(UserInputError):
+    """The rules file is unreadable or a rule is malformed; the message names the rule and the field."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One known problem. `detect` is for doctor, `signatures` (raw tables) are for scan."""
+
+    id: str
+    title: str
+    severity: str
+    explanation: str
+    remedies: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    detect: Mapping[str, Any] | None = None
+    signatures: tuple[Mapping[str, Any], ...] = ()
+    related: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class KnowledgeBase:
+    """Every known problem by id, in file order (bundled first, then the user's new ids)."""
+
+    problems: Mapping[str, Problem]
+    sources: tuple[Path, ...] = field(default=())
+
+    def get(self, problem_id: str) -> Problem | None:
+        return self.problems.get(problem_id)
+
+    def __getitem__(self, problem_id: str) -> Problem:
+        return self.problems[problem_id]
+
+    def __contains__(self, problem_id: object) -> bool:
+        return problem_id in self.problems
+
+    def __iter__(self) -> Iterator[Problem]:
+        return iter(self.problems.values())
+
+    def __len__(self) -> int:
+        return len(self.problems)
+
+
+def load(extra: Path | str | None = None) -> KnowledgeBase:
+    """The bundled knowledge base, with the problems of `extra` (a user's rules file) added or replacing
+    bundled ones of the same id."""
+    bundled = _bundled()
+    if extra is None:
+        return bundled
+    path = Path(extra)
+    problems = dict(bundled.problems)
+    problems.update(_parse(_read(path), str(path)))
+    _check_related(problems)
+    return KnowledgeBase(MappingProxyType(problems), (*bundled.sources, path))
+
+
+@lru_cache(maxsize=1)
+def _bundled() -> KnowledgeBase:
+    problems = _parse(BUNDLED_RULES.read_text(encoding="utf-8"), "bundled rules.toml")
+    _check_related(problems)
+    return KnowledgeBase(MappingProxyType(problems), (BUNDLED_RULES,))
+
+
+def _read(path: Path) -> str:
+    try:
+        with path.open("rb") as fh:
+            data = fh.read(MAX_RULES_BYTES + 1)
+    except FileNotFoundError:
+        raise KnowledgeError(f"rules file not found: {path}") from None
+    except OSError as exc:
+        raise KnowledgeError(f"cannot read rules file {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_RULES_BYTES:
+        raise KnowledgeError(
+            f"rules file {path} is larger than {MAX_RULES_BYTES // 1_000_000} MB; refusing to read it"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise KnowledgeError(f"rules file {path} is not UTF-8 text") from None
+
+
+def _parse(text: str, source: str) -> dict[str, Problem]:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KnowledgeError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise KnowledgeError(f"{source}: nested too deeply") from None
+    unknown = set(doc) - {"problem"}
+    if unknown:
+        raise KnowledgeError(
+            f"{source}: unknown top-level key(s) {', '.join(sorted(unknown))}; expected [[problem]]"
+        )
+    entries = doc.get("problem", [])
+    if not isinstance(entries, list):
+        raise KnowledgeError(f"{source}: 'problem' must be an array of tables ([[problem]])")
+    problems: dict[str, Problem] = {}
+    for index, entry in enumerate(entries):
+        problem = _problem(entry, f"{source}: rule #{index + 1}")
+        if problem.id in problems:
+            raise KnowledgeError(f"{source}: rule {problem.id!r} is defined twice")
+        problems[problem.id] = problem
+    return problems
+
+
+def _problem(entry: Any, where: str) -> Problem:
+    if not isinstance(entry, dict):
+        raise KnowledgeError(f"{where}: must be a table")
+    rule_id = entry.get("id")
+    if not isinstance(rule_id, str) or not rule_id.strip():
+        raise KnowledgeError(f"{where}: field 'id' must be a non-empty string")
+
+    def fail(name: str, message: str) -> KnowledgeError:
+        return KnowledgeError(f"rule {rule_id!r}: field {name!r} {message}")
+
+    for name in entry:
+        if name not in _KNOWN:
+            raise fail(name, f"is not a known field (known: {', '.join(_KNOWN)})")
+    for name in _REQUIRED:
+        value = entry.get(name)
+        if not isinstance(value, str) or not value.strip():
+            raise fail(name, "is required and must be a non-empty string")
+    if entry["severity"] not in SEVERITIES:
+        raise fail("severity", f"must be one of {', '.join(SEVERITIES)}")
+    detect = entry.get("detect")
+    if detect is not None:
+        validate_detect(detect, fail)
+    signatures = entry.get("signature", [])
+    if not isinstance(signatures, list) or not all(isinstance(s, dict) for s in signatures):
+        raise fail("signature", "must be an array of tables ([[problem.signature]])")
+    return Problem(
+        id=rule_id,
+        title=entry["title"].strip(),
+        severity=entry["severity"],
+        explanation=entry["explanation"].strip(),
+        remedies=_strings(entry, "remedies", fail),
+        references=_strings(entry, "references", fail),
+        detect=_freeze(detect) if detect is not None else None,
+        signatures=tuple(_freeze(s) for s in signatures),
+        related=_strings(entry, "related", fail),
+    )
+
+
+def _strings(entry: dict[str, Any], name: str, fail: Any) -> tuple[str, ...]:
+    value = entry.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise fail(name, "must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _check_related(problems: Mapping[str, Problem]) -> None:
+    for problem in problems.values():
+        for other in problem.related:
+            if other not in problems:
+                raise KnowledgeError(f"rule {problem.id!r}: field 'related' names unknown rule {other!r}")
+
+
+def _freeze(value: Any) -> Any:
+    # The bundled base is cached and shared: nested tables become read-only, arrays become tuples.
+    if isinstance(value, dict):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    return value

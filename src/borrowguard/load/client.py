@@ -1,0 +1,259 @@
+"""The asyncio HTTP client: one pooled aiohttp session, every failure turned into a recorded outcome.
+
+Whatever the server does — garbage or cut SSE, stalls, resets, HTML error pages, refused connections —
+`ChatClient.send` returns an `Outcome` and never raises (except on cancellation).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import aiohttp
+
+from borrowguard.load.scenarios import BuiltRequest
+from borrowguard.load.sse import SSEError, SSEParser
+
+MAX_BODY = 16 << 20  # a non-streamed answer larger than this is a broken server, not a chat completion
+MAX_ERROR_BODY = 64 << 10
+MAX_MESSAGE = 300
+
+# Error kinds (the status label of a request that got no usable HTTP answer)
+TIMEOUT, REFUSED, CONNECT, RESET, BAD_SSE, CUT_STREAM, BAD_JSON, STREAM_ERROR, CLIENT = (
+    "timeout", "refused", "connect-error", "reset", "bad-sse", "stream-cut", "bad-json", "stream-error",
+    "client-error",
+)  # fmt: skip
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What happened to one request. Times are seconds; `start` is relative to the run's start."""
+
+    scenario: str
+    repeat_key: str | None
+    truncate: int | None
+    start: float
+    latency: float = 0.0
+    ttft: float | None = None
+    status: int | None = None
+    error: str | None = None  # one of the kinds above; None when the answer was usable
+    message: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status is not None and 200 <= self.status < 300
+
+    @property
+    def label(self) -> str:
+        """The status breakdown key: "200", "500", or an error kind such as "timeout"."""
+        if self.status is not None and not (200 <= self.status < 300):
+            return str(self.status)
+        if self.error is not None:
+            return self.error
+        return str(self.status)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ok"] = self.ok
+        return data
+
+
+class ChatClient:
+    """POSTs chat completions to `base_url` over a pooled connection set of size `concurrency`."""
+
+    def __init__(
+        self, base_url: str, *, concurrency: int, timeout: float, api_key: str | None = None
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._api_key = api_key
+        self._headers = {"Content-Type": "application/json"}
+        if api_key:
+            self._headers["Authorization"] = f"Bearer {api_key}"
+        self._concurrency = concurrency
+        self._session: aiohttp.ClientSession | None = None
+        self.t0 = time.perf_counter()
+
+    async def __aenter__(self) -> ChatClient:
+        connector = aiohttp.TCPConnector(limit=self._concurrency + 4, limit_per_host=0, ttl_dns_cache=300)
+        # Per-request timeouts are applied by `send`; the session itself never gives up on its own.
+        self._session = aiohttp.ClientSession(
+            connector=connector, timeout=aiohttp.ClientTimeout(total=None), headers=self._headers
+        )
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise RuntimeError("ChatClient used outside `async with`")
+        return self._session
+
+    async def get_json(self, path: str, timeout: float = 10.0) -> tuple[int, Any]:
+        """GET a small JSON document (/v1/models); (status, parsed body or None). Raises aiohttp errors."""
+        async with self.session.get(
+            self.base_url + path, timeout=aiohttp.ClientTimeout(total=timeout)
+        ) as resp:
+            raw = await _read_bounded(resp, MAX_ERROR_BODY * 16)
+            try:
+                return resp.status, json.loads(raw)
+            except ValueError:
+                return resp.status, None
+
+    async def send(self, request: BuiltRequest) -> Outcome:
+        plan = request.plan
+        started = time.perf_counter()
+        out = Outcome(plan.scenario, plan.repeat_key, plan.truncate, start=started - self.t0)
+        try:
+            await asyncio.wait_for(self._exchange(request, out, started), self.timeout)
+        except asyncio.TimeoutError:
+            out.error, out.message = TIMEOUT, f"no complete answer within {self.timeout:g}s"
+        except aiohttp.ClientConnectorError as exc:
+            refused = isinstance(exc.os_error, ConnectionRefusedError)
+            out.error, out.message = (REFUSED if refused else CONNECT), self._clean(str(exc))
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as exc:
+            out.error, out.message = RESET, self._clean(f"{type(exc).__name__}: {exc}")
+        except (aiohttp.ClientError, ValueError, UnicodeError) as exc:
+            out.error, out.message = CLIENT, self._clean(f"{type(exc).__name__}: {exc}")
+        out.latency = time.perf_counter() - started
+        return out
+
+    async def _exchange(self, request: BuiltRequest, out: Outcome, started: float) -> None:
+        async with self.session.post(self.base_url + "/v1/chat/completions", data=request.body) as resp:
+            out.status = resp.status
+            if not 200 <= resp.status < 300:
+                out.message = self._clean(error_message(await _read_bounded(resp, MAX_ERROR_BODY)))
+                return
+            # A streamed request may still get a plain JSON answer (some servers do that for errors).
+            if _is_event_stream(resp) or (request.stream and resp.content_type != "application/json"):
+                await self._read_stream(resp, out, started)
+            else:
+                self._read_completion(await _read_bounded(resp, MAX_BODY), out)
+
+    async def _read_stream(self, resp: aiohttp.ClientResponse, out: Outcome, started: float) -> None:
+        parser = SSEParser()
+        done = False
+        try:
+            async for chunk in resp.content.iter_any():
+                for payload in parser.feed(chunk):
+                    done = self._on_event(payload, out, started) or done
+                if out.error is not None:
+                    return
+            for payload in parser.close():
+                done = self._on_event(payload, out, started) or done
+        except SSEError as exc:
+            out.error, out.message = BAD_SSE, str(exc)
+            return
+        except aiohttp.ClientPayloadError as exc:  # the connection ended inside the chunked body
+            out.error, out.message = CUT_STREAM, self._clean(f"the stream broke off: {exc}")
+            return
+        if out.error is None and not done:
+            out.error, out.message = CUT_STREAM, "the stream ended without `data: [DONE]`"
+
+    def _on_event(self, payload: str, out: Outcome, started: float) -> bool:
+        if out.error is not None:
+            return False
+        if payload.strip() == "[DONE]":
+            return True
+        try:
+            event = json.loads(payload)
+        except ValueError:
+            out.error, out.message = BAD_SSE, self._clean("not JSON: " + payload[:120])
+            return False
+        if not isinstance(event, dict):
+            out.error, out.message = BAD_SSE, self._clean("not a JSON object: " + payload[:120])
+            return False
+        if "error" in event:
+            out.error, out.message = STREAM_ERROR, self._clean(error_message(payload.encode()))
+            return False
+        if out.ttft is None and _has_output(event):
+            out.ttft = time.perf_counter() - started
+        _take_usage(event, out)
+        return False
+
+    def _read_completion(self, raw: bytes, out: Outcome) -> None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            out.error, out.message = (
+                BAD_JSON,
+                self._clean("not JSON: " + raw[:120].decode("utf-8", "replace")),
+            )
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
+            out.error, out.message = BAD_JSON, "the answer has no `choices` list"
+            return
+        _take_usage(body, out)
+
+    def _clean(self, text: str) -> str:
+        # Servers echo request headers in error pages now and then; the key never reaches a report.
+        if self._api_key:
+            text = text.replace(self._api_key, "***")
+        return text[:MAX_MESSAGE]
+
+
+def error_message(raw: bytes) -> str:
+    """The server's error message from an OpenAI-style JSON body, FastAPI's `detail`, or plain text/HTML."""
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        body = json.loads(text)
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        for candidate in (body.get("error"), body):
+            if isinstance(candidate, dict):
+                for key in ("message", "detail"):
+                    if isinstance(candidate.get(key), str | int | float):
+                        return str(candidate[key])
+            elif isinstance(candidate, str):
+                return candidate
+        detail = body.get("detail")
+        if detail is not None:
+            return json.dumps(detail)[:MAX_MESSAGE]
+    text = re.sub(r"<[^>]{0,200}>", " ", text)  # an HTML error page: keep its words
+    return " ".join(text.split())[:MAX_MESSAGE] or "(empty body)"
+
+
+async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
+    chunks, size = [], 0
+    async for chunk in resp.content.iter_chunked(64 << 10):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise ValueError(f"the response body exceeded {limit} bytes")
+    return b"".join(chunks)
+
+
+def _is_event_stream(resp: aiohttp.ClientResponse) -> bool:
+    return resp.content_type == "text/event-stream"
+
+
+def _has_output(event: dict) -> bool:
+    choices = event.get("choices")
+    if not isinstance(choices, list):
+        return False
+    for choice in choices:
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if isinstance(delta, dict) and (delta.get("content") or delta.get("tool_calls")):
+            return True
+    return False
+
+
+def _take_usage(body: dict, out: Outcome) -> None:
+    usage = body.get("usage")
+    if isinstance(usage, dict):
+        prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        if isinstance(prompt, int) and not isinstance(prompt, bool):
+            out.prompt_tokens = prompt
+        if isinstance(completion, int) and not isinstance(completion, bool):
+            out.completion_tokens = completion

@@ -1,0 +1,264 @@
+"""What runs beside the load: the server's log (through the scan engine), its health and /metrics.
+
+Log followers block on files and pipes, so they run in threads; their lines cross into the event loop
+through a bounded queue (a flooding log slows its reader down instead of filling memory), and the scan
+engine runs on the loop thread only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import re
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+_MAX_FINDINGS = 200  # findings kept verbatim; the counts stay exact
+_MAX_LINE = 4096
+_MAX_METRICS_BODY = 4 << 20
+
+
+@dataclass
+class Finding:
+    t: float  # seconds since the current level started, on arrival
+    level: int
+    id: str
+    severity: str
+    source: str
+    line_no: int | None
+    text: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "t": round(self.t, 3),
+            "level": self.level,
+            "id": self.id,
+            "severity": self.severity,
+            "source": self.source,
+            "line_no": self.line_no,
+            "text": self.text,
+        }
+
+
+@dataclass
+class LogWatch:
+    """Follows `files` and `commands` and scans each line; `findings` keeps a bounded sample.
+
+    Files in `files` are followed from their end (an operator's log holds the errors of last week);
+    `fresh_files` (the bundled server's own log) from their start.
+    """
+
+    files: list[Path] = field(default_factory=list)
+    fresh_files: list[Path] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
+    on_finding: Callable[[Finding], None] | None = None
+    findings: list[Finding] = field(default_factory=list)
+    counts: Counter = field(default_factory=Counter)
+    level_counts: Counter = field(default_factory=Counter)  # (level, id) -> n, exact
+    lines: int = 0
+    follower_errors: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=20_000)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._scanner: Any = None
+        self.clock: Callable[[], tuple[int, float]] = lambda: (0, 0.0)  # (level, t) for a new finding
+
+    @property
+    def active(self) -> bool:
+        return bool(self.files or self.fresh_files or self.commands)
+
+    def start(self) -> None:
+        from borrowguard.scan import Scanner, follow_command, follow_file
+
+        self._scanner = Scanner()
+        sources: list[tuple[str, Iterable[str]]] = [
+            (str(p), follow_file(p, self._stop, from_end=True)) for p in self.files
+        ]
+        sources += [(str(p), follow_file(p, self._stop)) for p in self.fresh_files]
+        sources += [(cmd, follow_command(cmd, self._stop)) for cmd in self.commands]
+        for name, lines in sources:
+            thread = threading.Thread(target=self._pump, args=(name, lines), name=f"log:{name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    def _pump(self, source: str, lines: Iterable[str]) -> None:
+        try:
+            for line in lines:
+                while not self._stop.is_set():
+                    try:
+                        self._queue.put((source, line[:_MAX_LINE]), timeout=0.2)
+                        break
+                    except queue.Full:
+                        continue
+                if self._stop.is_set():
+                    return
+        except Exception as exc:  # a follower that dies must not take the run with it
+            self.follower_errors.append(f"{source}: {type(exc).__name__}: {exc}")
+
+    async def run(self) -> None:
+        """Drain the queue into the scanner until cancelled."""
+        while True:
+            self.drain()
+            await asyncio.sleep(0.05)
+
+    def drain(self, limit: int = 5000) -> None:
+        for _ in range(limit):
+            try:
+                source, line = self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self.lines += 1
+            for hit in self._scanner.feed(line.rstrip("\r\n"), source=source):
+                self._record(hit, source)
+
+    def _record(self, hit: Any, source: str) -> None:
+        rule_id = str(getattr(hit, "id", "unknown"))
+        self.counts[rule_id] += 1
+        level, t = self.clock()
+        self.level_counts[level, rule_id] += 1
+        finding = Finding(
+            t=t,
+            level=level,
+            id=rule_id,
+            severity=str(getattr(hit, "severity", "")),
+            source=str(getattr(hit, "source", None) or source),
+            line_no=getattr(hit, "line_no", None),
+            text=str(getattr(hit, "text", ""))[:500],
+        )
+        if len(self.findings) < _MAX_FINDINGS:
+            self.findings.append(finding)
+        if self.on_finding is not None:
+            self.on_finding(finding)
+
+    def stop(self, settle: float = 0.5) -> None:
+        """Stop following after a last read (lines written just before the end still count)."""
+        if self._scanner is None:
+            return
+        deadline = time.monotonic() + settle
+        while time.monotonic() < deadline and any(t.is_alive() for t in self._threads):
+            self.drain()
+            time.sleep(0.05)
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=2)
+        self.drain(limit=1_000_000)
+        # A traceback still open at the end (the server was killed inside it) counts as cut off.
+        for hit in self._scanner.finish():
+            self._record(hit, str(getattr(hit, "source", "log")))
+
+    def scan_result(self) -> dict[str, Any] | None:
+        if self._scanner is None:
+            return None
+        with contextlib.suppress(Exception):
+            return self._scanner.result().to_dict()
+        return None
+
+
+@dataclass
+class HealthWatch:
+    """Polls `url` every `interval` seconds. A 404 on the first poll means "no health endpoint"."""
+
+    url: str
+    interval: float = 1.0
+    timeout: float = 5.0
+    polls: int = 0
+    failures: int = 0
+    consecutive: int = 0
+    refused_consecutive: int = 0
+    succeeded_once: bool = False
+    unsupported: bool = False
+    last_error: str | None = None
+    first_failure: str | None = None
+    on_failure: Callable[[str], None] | None = None
+
+    @property
+    def failing(self) -> bool:
+        """Dead rather than slow: refused twice in a row, or three failed polls in a row."""
+        return self.refused_consecutive >= 2 or self.consecutive >= 3
+
+    async def run(self, session: aiohttp.ClientSession) -> None:
+        while not self.unsupported:
+            await self.poll(session)
+            await asyncio.sleep(self.interval)
+
+    async def poll(self, session: aiohttp.ClientSession) -> None:
+        self.polls += 1
+        error = None
+        try:
+            async with session.get(self.url, timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
+                await resp.content.read(1024)
+                if resp.status == 404 and not self.succeeded_once and self.polls == 1:
+                    self.unsupported = True
+                    return
+                if not 200 <= resp.status < 300:
+                    error = f"HTTP {resp.status}"
+        except aiohttp.ClientConnectorError as exc:
+            refused = isinstance(exc.os_error, ConnectionRefusedError)
+            error = "connection refused" if refused else f"cannot connect: {exc.os_error}"
+            self.refused_consecutive = self.refused_consecutive + 1 if refused else 0
+        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        if error is None:
+            self.succeeded_once = True
+            self.consecutive = self.refused_consecutive = 0
+            return
+        if "refused" not in error:
+            self.refused_consecutive = 0
+        self.failures += 1
+        self.consecutive += 1
+        self.last_error = error
+        self.first_failure = self.first_failure or error
+        if self.on_failure is not None:
+            self.on_failure(error)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "supported": not self.unsupported,
+            "polls": self.polls,
+            "failures": self.failures,
+            "first_failure": self.first_failure,
+            "last_error": self.last_error,
+        }
+
+
+_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
+_INTERESTING = ("request", "running", "waiting", "preempt", "error", "abort", "success")
+_MAX_SERIES = 40
+
+
+async def scrape_metrics(session: aiohttp.ClientSession, url: str) -> dict[str, float] | None:
+    """The request-related series of a Prometheus /metrics page (None when there is none)."""
+    try:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=5)) as resp:
+            if resp.status != 200:
+                return None
+            raw = await resp.content.read(_MAX_METRICS_BODY)
+    except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
+        return None
+    return parse_metrics(raw.decode("utf-8", errors="replace"))
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("#") or len(samples) >= _MAX_SERIES:
+            continue
+        match = _SAMPLE.match(line)
+        if not match or not any(word in match.group(1) for word in _INTERESTING):
+            continue
+        if match.group(1).endswith(("_bucket", "_created")):
+            continue
+        with contextlib.suppress(ValueError):
+            samples[match.group(1) + (match.group(2) or "")[:200]] = float(match.group(3))
+    return samples

@@ -1,0 +1,31 @@
+"""Reports of a verify run: the JSON document and a self-contained HTML page rendered from it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from borrowguard.report.html import render_html
+
+__all__ = ["render_html", "to_json", "write_html", "write_json"]
+
+
+def to_json(doc: dict[str, Any]) -> str:
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False, default=str)
+
+
+def write_json(doc: dict[str, Any], path: Path) -> None:
+    _write(path, to_json(doc) + "\n")
+
+
+def write_html(doc: dict[str, Any], path: Path) -> None:
+    _write(path, render_html(doc))
+
+
+def _write(path: Path, text: str) -> None:
+    # Write next to the target and rename, so an interrupted run never leaves half a report behind.
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

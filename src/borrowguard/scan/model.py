@@ -1,0 +1,167 @@
+"""What a scan produces: hits (one occurrence), findings (per-problem aggregates), the causal chain."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+MAX_EXCERPT = 300
+MAX_PROCESSES = 8
+MAX_DETAILS = 32
+
+
+_SECRET = re.compile(
+    r"(?i)(\b(?:api[_-]?key|access[_-]?token|token|secret|password|passwd)\b[\"']?\s{0,3}[=:]\s{0,3}[\"']?"
+    r"|\bBearer\s{1,3})[^\s\"'&,;]{1,512}"
+    r"|\b(?:sk|hf|ghp|gho|xox[bp])[-_][A-Za-z0-9_-]{8,512}"
+)
+
+
+def redact(text: str) -> str:
+    """Credentials that a log line may carry (a query string, an Authorization header) never reach a report."""
+    return _SECRET.sub(lambda m: (m.group(1) or "") + "[redacted]", text)
+
+
+def excerpt(text: str, limit: int = MAX_EXCERPT) -> str:
+    """Printable, bounded, without credentials: a hostile log must not smuggle terminal escapes into the
+    report, and an operator's log must not leak a key into a report they share."""
+    text = redact(text[: limit * 2])
+    text = "".join(ch if ch.isprintable() or ch == "\t" else "\uFFFD" for ch in text)
+    text = text.strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One occurrence of a known problem in one source."""
+
+    id: str
+    severity: str
+    source: str
+    line_no: int
+    timestamp: str | None
+    process: str | None
+    text: str
+    detail: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "source": self.source,
+            "line": self.line_no,
+            "timestamp": self.timestamp,
+            "process": self.process,
+            "excerpt": self.text,
+            **({"detail": self.detail} if self.detail is not None else {}),
+        }
+
+
+def _where(hit: Hit) -> dict[str, Any]:
+    return {"source": hit.source, "line": hit.line_no, "timestamp": hit.timestamp}
+
+
+@dataclass
+class Finding:
+    """Every occurrence of one problem, aggregated in constant memory."""
+
+    id: str
+    severity: str
+    title: str
+    first: Hit
+    last: Hit
+    count: int = 1
+    explanation: str = ""
+    remedies: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    related: tuple[str, ...] = ()
+    processes: list[str] = field(default_factory=list)
+    details: Counter[str] = field(default_factory=Counter)
+
+    def add(self, hit: Hit) -> None:
+        self.count += 1
+        self.last = hit
+        self._note(hit)
+
+    def _note(self, hit: Hit) -> None:
+        if hit.process and hit.process not in self.processes and len(self.processes) < MAX_PROCESSES:
+            self.processes.append(hit.process)
+        if hit.detail is not None:
+            key = hit.detail if hit.detail in self.details or len(self.details) < MAX_DETAILS else "other"
+            self.details[key] += 1
+
+    def copy(self) -> Finding:
+        return Finding(
+            self.id, self.severity, self.title, self.first, self.last, self.count, self.explanation,
+            self.remedies, self.references, self.related, list(self.processes), Counter(self.details),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "severity": self.severity,
+            "title": self.title,
+            "count": self.count,
+            "first": _where(self.first),
+            "last": _where(self.last),
+            "process": self.first.process,
+            "processes": list(self.processes),
+            "excerpt": self.first.text,
+            "details": dict(self.details.most_common()),
+            "explanation": self.explanation,
+            "remedies": list(self.remedies),
+            "references": list(self.references),
+            "related": list(self.related),
+        }
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One problem in the order the operator should read them: causes before consequences."""
+
+    id: str
+    title: str
+    role: str
+    """"root" (nothing found explains it), "consequence" (caused_by names what does), or "environment"
+    (a problem of the installed stack that the log problem points at, from the knowledge base)."""
+    caused_by: tuple[str, ...] = ()
+    advice: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "title": self.title,
+            "role": self.role,
+            "caused_by": list(self.caused_by),
+            "advice": self.advice,
+        }
+
+
+@dataclass
+class ScanResult:
+    findings: list[Finding]
+    chain: list[ChainStep]
+    lines: int
+    sources: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def worst(self) -> str | None:
+        return max((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+
+    @property
+    def exit_code(self) -> int:
+        """0: nothing (or only info), 1: warnings, 2: errors."""
+        return {None: 0, "info": 0, "warning": 1, "error": 2}[self.worst]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "findings": [f.to_dict() for f in self.findings],
+            "chain": [s.to_dict() for s in self.chain],
+            "lines": self.lines,
+            "sources": list(self.sources),
+            "warnings": list(self.warnings),
+        }

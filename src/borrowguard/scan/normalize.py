@@ -1,0 +1,128 @@
+"""Turn one raw log line into (message, timestamp, level, process), whatever wrapped it.
+
+Real logs arrive wrapped in layers, outermost first: ANSI colour codes (raw ESC or caret notation `^[[31m`
+from `cat -v`), a docker-compose `name  | ` or kubectl `[pod/name/container] ` prefix, a docker/kubectl ISO
+timestamp, vLLM process prefixes `(EngineCore_DP0 pid=5678) ` (nested for Ray workers), and a log header:
+vLLM V1 `INFO 07-07 20:12:44 [serving.py:311] `, V0 `INFO 07-07 20:12:44 metrics.py:295] `, uvicorn
+`INFO:     `, Python logging `2025-07-07 20:12:44,123 - name - ERROR - ` or `ERROR:name:`. Signatures and
+the traceback tracker see only the message, with its indentation kept (traceback frames are indented).
+
+Every regex here is bounded or anchored so that a hostile line cannot make it backtrack for long.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+MAX_LINE = 64 * 1024
+"""Longer lines keep their first and last HEAD bytes: headers and exception messages sit at the ends; the
+middle of a huge line is a prompt or a base64 image, never a failure signature."""
+HEAD = MAX_LINE // 2
+ELLIPSIS = " … "
+ELLIPSIS_BYTES = ELLIPSIS.encode()
+
+_ANSI_BODY = (
+    r"(?:\[[0-?]{0,32}[ -/]{0,8}[@-~]"  # CSI: colours, cursor moves
+    r"|\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\|\^G)"  # OSC: titles, hyperlinks
+    r"|[()][0-9A-Za-z]|[@-Z\\-_])"  # charset selection, two-byte escapes
+)
+ANSI = re.compile(r"(?:\x1b|\^\[)" + _ANSI_BODY)
+ANSI_BYTES = re.compile((r"(?:\x1b|\^\[)" + _ANSI_BODY).encode())
+
+_CONTAINER = re.compile(
+    r"(?:\[pod/(?P<pod>[^\s/\]]{1,253})/(?P<ctr>[^\s\]]{1,253})\]"  # kubectl logs --prefix
+    r"|(?P<svc>[A-Za-z0-9][\w.-]{0,127}) {1,64}\|)(?: |$)"  # docker compose logs
+)
+_ISO = re.compile(
+    r"\[?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)(?:\]| - | |$)"
+)
+_PROCESS = re.compile(
+    r"\((?P<proc>(?:[A-Za-z_][\w.-]{0,63}[ ,]{1,2})?[\w.-]{1,32}=[^()\s,]{1,128}"
+    r"(?:[ ,]{1,2}[\w.-]{1,32}=[^()\s,]{1,128}){0,7})\)(?: |$)"
+)
+_LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+_VLLM = re.compile(
+    rf"(?P<level>{_LEVELS}) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{{1,6}})?) "
+    r"\[?[^\]\s]{1,256}:\d{1,7}\](?: |$)"
+)
+_UVICORN = re.compile(rf"(?P<level>{_LEVELS}):(?: {{1,16}}|[\w.]{{0,128}}:)")
+_LEVEL_AFTER_TS = re.compile(rf"(?:[\w.\[\]-]{{1,64}} - )?(?P<level>{_LEVELS})(?: - |: | )")
+
+
+class Line(NamedTuple):
+    message: str
+    """The text after every prefix and header; indentation kept."""
+    timestamp: str | None
+    level: str | None
+    process: str | None
+    """Container and vLLM process labels joined by " > ", e.g. "vllm-1 > EngineCore_DP0 pid=5678"."""
+
+
+def decode(raw: str | bytes) -> str:
+    """Text of one line: bytes as UTF-8 with invalid bytes replaced, capped, no line terminator."""
+    if isinstance(raw, (bytes, bytearray, memoryview)):
+        raw = bytes(raw)
+        if len(raw) > MAX_LINE:
+            raw = raw[:HEAD] + ELLIPSIS_BYTES + raw[-HEAD:]
+        text = raw.decode("utf-8", "replace")
+    else:
+        text = raw
+        if len(text) > MAX_LINE:
+            text = text[:HEAD] + ELLIPSIS + text[-HEAD:]
+    text = text.rstrip("\r\n")
+    if "\r" in text:
+        # Progress bars redraw with CR: what the terminal finally showed is the last non-empty segment.
+        segments = [s for s in text.split("\r") if s.strip()]
+        text = segments[-1] if segments else ""
+    return text
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" in text or "^[" in text:
+        return ANSI.sub("", text)
+    return text
+
+
+def normalize(raw: str | bytes) -> Line:
+    text = strip_ansi(decode(raw))
+    labels: list[str] = []
+    timestamp: str | None = None
+    level: str | None = None
+
+    m = _CONTAINER.match(text)
+    if m:
+        labels.append(f"{m['pod']}/{m['ctr']}" if m["pod"] else m["svc"])
+        text = text[m.end() :]
+    if text[:1].isdigit() or text[:1] == "[":
+        m = _ISO.match(text)
+        if m:
+            timestamp = m["ts"]
+            text = text[m.end() :]
+    for _ in range(4):  # Ray workers nest: (EngineCore pid=1) (RayWorkerProc pid=2, ip=10.0.0.5)
+        if text[:1] != "(":
+            break
+        m = _PROCESS.match(text)
+        if not m:
+            break
+        labels.append(m["proc"])
+        text = text[m.end() :]
+    m = None
+    if text[:1].isupper():
+        m = _VLLM.match(text)
+        if m:
+            level, timestamp = m["level"], m["ts"]
+        else:
+            m = _UVICORN.match(text)
+            if m:
+                level = m["level"]
+    if m is None and timestamp is not None:
+        # Python logging after an ISO/asctime stamp: "- name - ERROR - msg", "ERROR msg", "name: ERROR: ..."
+        m = _LEVEL_AFTER_TS.match(text)
+        if m:
+            level = m["level"]
+    if m is not None:
+        text = text[m.end() :]
+    if level == "WARN":
+        level = "WARNING"
+    return Line(text, timestamp, level, " > ".join(labels) if labels else None)

@@ -1,0 +1,58 @@
+"""Follow Python tracebacks line by line, one per process, in bounded memory.
+
+A traceback is a window of lines: it opens at `Traceback (most recent call last):` or at a frame line (posted
+excerpts often start mid-traceback), continues over indented lines (frames, code, carets) and ends at the
+first line of the same process that is not indented: the exception line when it looks like one
+(`module.Name: message`), otherwise the excerpt was cut before the exception.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from enum import Enum
+
+MAX_WINDOW_LINES = 2000
+"""A traceback longer than this is closed as if cut: real ones are a few hundred lines at most."""
+MAX_WINDOWS = 64
+"""Open tracebacks per source (one per process); the oldest is closed as cut beyond this."""
+
+_EXCEPTION = re.compile(r"[A-Za-z_][\w.]{0,200}(?::|$)")
+
+
+class Kind(Enum):
+    HEADER = "header"
+    FRAME = "frame"
+    INDENTED = "indented"
+    OTHER = "other"
+
+
+def classify(message: str) -> Kind:
+    if message[:1] in (" ", "\t"):
+        stripped = message.lstrip()
+        if stripped.startswith('File "'):
+            return Kind.FRAME
+        if stripped.startswith("Traceback (most recent call last)"):
+            return Kind.HEADER  # exception groups indent nested tracebacks
+        return Kind.INDENTED if stripped else Kind.OTHER
+    if message.startswith("Traceback (most recent call last)"):
+        return Kind.HEADER
+    return Kind.OTHER
+
+
+def exception_line(message: str) -> bool:
+    return _EXCEPTION.match(message) is not None
+
+
+@dataclass
+class Window:
+    """One open traceback: which signatures' frames matched so far, and what already counted in it."""
+
+    start_line: int
+    lines: int = 0
+    progress: dict[int, int] = field(default_factory=dict)
+    """Signature index -> how many of its frames matched, in order."""
+    frames_at: dict[int, tuple[int, str | None, list[str]]] = field(default_factory=dict)
+    """Signature index -> (line, timestamp, matched frame texts) of its first matched frame."""
+    counted: set[str] = field(default_factory=set)
+    """Problem ids already counted for this traceback: one traceback is one occurrence."""

@@ -1,0 +1,54 @@
+"""The server's settings, shared by the CLI, the launcher and the app."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from borrowguard.data import CHATML, tokenizer_path
+from borrowguard.errors import UserInputError
+
+DEFAULT_MODEL = "borrowguard-stub"
+DEFAULT_PORT = 8000
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    tokenizer: Path | None = None  # None: the bundled ChatML tokenizer
+    workers: int = 4
+    guard: bool = True
+    token_delay_ms: float = 0.0
+    log_file: Path | None = None
+    max_body_mb: float = 20.0
+    allow_remote_images: bool = False
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65535:
+            raise UserInputError(f"--port must be between 0 and 65535, got {self.port}")
+        if self.workers < 1:
+            raise UserInputError(f"--tokenizer-workers must be at least 1, got {self.workers}")
+        if self.token_delay_ms < 0:
+            raise UserInputError(f"--token-delay-ms must be >= 0, got {self.token_delay_ms:g}")
+        if self.max_body_mb <= 0:
+            raise UserInputError(f"--max-body-mb must be positive, got {self.max_body_mb:g}")
+        if self.model is not None and not self.model.strip():
+            raise UserInputError("--model must not be empty")
+
+    @property
+    def tokenizer_dir(self) -> Path:
+        return self.tokenizer if self.tokenizer is not None else tokenizer_path(CHATML)
+
+    @property
+    def model_name(self) -> str:
+        if self.model:
+            return self.model
+        if self.tokenizer is None:
+            return DEFAULT_MODEL
+        return self.tokenizer.resolve().name or DEFAULT_MODEL
+
+    @property
+    def max_body_bytes(self) -> int:
+        return int(self.max_body_mb * 1024 * 1024)
