@@ -1,8 +1,8 @@
 """The guard: exact, lock-free thread safety for Hugging Face fast tokenizers.
 
 No shared `tokenizers.Tokenizer` is mutated on the call path. During a guarded call, transformers talks to
-a per-call view that records truncation/padding instead of setting them, and encodes through the shared
-backend with read-only operations (see `_view` and `_encode`). Imports transformers only when used.
+a shell borrowed from a pool: a tokenizer that shares the backend's model and components but owns its
+truncation, padding and special-token mode (see `_state`). Imports transformers only when used.
 """
 
 from __future__ import annotations

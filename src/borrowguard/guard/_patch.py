@@ -1,8 +1,9 @@
 """How the guard attaches to transformers: a descriptor for `_tokenizer` and scoped call/mutation methods.
 
 - `_tokenizer` becomes a data descriptor on the fast-tokenizer class. Outside a guarded call it returns the
-  real backend, so `DecodeStream`, `tok._tokenizer.encode(...)` and `tok.backend_tokenizer` get a real
-  `tokenizers.Tokenizer`. Inside a guarded call, in that thread only, it returns a `BackendView`.
+  real backend, so `DecodeStream`, `tok._tokenizer.encode(...)` and `tok.backend_tokenizer` get the shared
+  `tokenizers.Tokenizer`. Inside a guarded call, in that thread only, it returns a shell borrowed from the
+  backend's pool (see `_state`): transformers sets truncation/padding on it and encodes through it.
 - The encode entry points (`_batch_encode_plus`, `_encode_plus`) open a call scope.
 - Runtime mutations (`_add_tokens`, `update_post_processor`) run on a private copy of the backend, which
   then replaces it: calls in flight finish on the old backend, calls that start afterwards see the change,
@@ -17,7 +18,6 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from borrowguard.guard._state import clone_backend, current_backend, existing_state, state_of
-from borrowguard.guard._view import BackendView
 
 ENTRY_METHODS = ("_batch_encode_plus", "_encode_plus")
 MUTATING_METHODS = ("_add_tokens", "update_post_processor")
@@ -35,7 +35,7 @@ def _scopes() -> dict[int, Any]:
 
 
 class BackendSlot:
-    """The `_tokenizer` attribute of a guarded class: the real backend, or this thread's view during a call."""
+    """The `_tokenizer` attribute of a guarded class: the real backend, or this call's shell during a call."""
 
     def __init__(self, class_default: Any = None) -> None:
         self.class_default = class_default
@@ -45,9 +45,9 @@ class BackendSlot:
             return self.class_default
         scopes = getattr(_tls, "scopes", None)
         if scopes:
-            view = scopes.get(id(obj))
-            if view is not None:
-                return view
+            shell = scopes.get(id(obj))
+            if shell is not None:
+                return shell
         backend = obj.__dict__.get("_tokenizer", self.class_default)
         if backend is None:
             return None
@@ -61,7 +61,7 @@ class BackendSlot:
 
 
 def call_scope(method: Callable[..., Any]) -> Callable[..., Any]:
-    """Run `method` with `self._tokenizer` resolving to a fresh view, in this thread, for this instance."""
+    """Run `method` with `self._tokenizer` resolving to a borrowed shell, in this thread, for this instance."""
 
     @functools.wraps(method)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -70,11 +70,13 @@ def call_scope(method: Callable[..., Any]) -> Callable[..., Any]:
         backend = self.__dict__.get("_tokenizer")
         if key in scopes or backend is None:  # nested entry point, or not initialised yet
             return method(self, *args, **kwargs)
-        scopes[key] = BackendView(state_of(current_backend(backend)))
+        state = state_of(current_backend(backend))
+        shell = scopes[key] = state.acquire()
         try:
             return method(self, *args, **kwargs)
         finally:
             del scopes[key]
+            state.release(shell)
 
     setattr(guarded, _GUARD_MARK, method)
     return guarded
@@ -97,9 +99,8 @@ def mutation_scope(method: Callable[..., Any]) -> Callable[..., Any]:
         state = state_of(backend)
         with state.mutation_lock:
             backend = current_backend(backend)
-            source = state_of(backend).backend
-            replacement = clone_backend(source)
-            replacement.encode_special_tokens = source.encode_special_tokens
+            replacement = clone_backend(backend)
+            replacement.encode_special_tokens = backend.encode_special_tokens
             scopes[key] = replacement
             try:
                 result = method(self, *args, **kwargs)

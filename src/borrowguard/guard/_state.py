@@ -1,8 +1,14 @@
-"""What the guard keeps for each Rust backend (`tokenizers.Tokenizer`).
+"""What the guard keeps for each Rust backend (`tokenizers.Tokenizer`): a pool of shells.
+
+A shell is a `tokenizers.Tokenizer` built around the backend's own model, normalizer, pre-tokenizer,
+post-processor and decoder — the same objects, shared, not copies (the bindings hold them behind Arcs) —
+plus its own added-token table, truncation, padding and `encode_special_tokens`. A guarded call borrows a
+shell for its duration, so the settings transformers writes on every call land on an object no other
+thread is using, and `encode_batch` still runs entirely in Rust with the GIL released. A shell costs the
+added-token table, not the vocabulary, and the pool only grows to the number of calls in flight.
 
 The state rides on the backend object itself, so shallow copies of a tokenizer (vLLM's cached tokenizer
-classes share one backend) share it too, and pickling or deep-copying a backend drops it: a copy is a
-fresh, ordinary backend.
+classes share one backend) share it too, and pickling or deep-copying a backend drops it.
 """
 
 from __future__ import annotations
@@ -11,116 +17,83 @@ import threading
 from typing import Any
 
 _ATTR = "_borrowguard_state"
+_COMPONENTS = ("normalizer", "pre_tokenizer", "post_processor", "decoder")
 _CREATE_LOCK = threading.Lock()
 
 
 def clone_backend(backend: Any) -> Any:
-    """A private copy of a backend. `to_str` only reads, so it is safe while other threads encode."""
+    """A private, independent copy of a backend. `to_str` only reads, so it is safe while others encode."""
     return type(backend).from_str(backend.to_str())
 
 
-def _is_normalised(backend: Any) -> bool:
-    return backend.truncation is None and backend.padding is None
+def make_shell(backend: Any) -> Any:
+    """A tokenizer sharing `backend`'s components, with its own settings and an identical added vocabulary."""
+    added = sorted(backend.get_added_tokens_decoder().items())
+    shell = type(backend)(backend.model)
+    _share_components(shell, backend)
+    # Added tokens in id order, in runs of equal specialness: ids come out as the backend assigned them.
+    run: list[Any] = []
+    for _, token in added:
+        if run and run[-1].special != token.special:
+            _add(shell, run)
+            run = []
+        run.append(token)
+    if run:
+        _add(shell, run)
+    if not _same_vocabulary(shell, backend, added):
+        # An unusual history of added tokens: rebuild from the serialised form, then share the components.
+        shell = clone_backend(backend)
+        shell.model = backend.model
+        _share_components(shell, backend)
+    shell.encode_special_tokens = backend.encode_special_tokens
+    return shell
+
+
+def _share_components(shell: Any, backend: Any) -> None:
+    for name in _COMPONENTS:
+        component = getattr(backend, name)
+        if component is not None:
+            setattr(shell, name, component)
+
+
+def _add(shell: Any, tokens: list[Any]) -> None:
+    if tokens[0].special:
+        shell.add_special_tokens(tokens)
+    else:
+        shell.add_tokens(tokens)
+
+
+def _same_vocabulary(shell: Any, backend: Any, added: list[tuple[int, Any]]) -> bool:
+    return shell.get_vocab_size(with_added_tokens=True) == backend.get_vocab_size(with_added_tokens=True) and all(
+        shell.token_to_id(token.content) == token_id for token_id, token in added
+    )
 
 
 class BackendState:
-    """Per-backend helpers, created once, under a lock, the first time a guarded call uses the backend."""
+    """Per-backend pool of shells, created on the first guarded call that uses the backend."""
 
-    __slots__ = (
-        "_lazy_lock",
-        "_pair_fast",
-        "_serial",
-        "_split",
-        "backend",
-        "last_settings",
-        "mutation_lock",
-        "replacement",
-        "serial_lock",
-        "validator",
-        "validator_lock",
-    )
+    __slots__ = ("backend", "mutation_lock", "replacement", "_free")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
-        # A tiny tokenizer sharing only the post-processor: enable_truncation / enable_padding validate their
-        # arguments on it (same errors, same normalised settings) without touching the shared backend.
-        validator = type(backend)(_empty_model())
-        if backend.post_processor is not None:
-            validator.post_processor = backend.post_processor
-        self.validator = validator
-        self.validator_lock = threading.Lock()
-        # "truncation"/"padding" -> (arguments, normalised settings) of the last validation: most calls repeat.
-        self.last_settings: dict[str, tuple[Any, dict[str, Any]]] = {}
         self.mutation_lock = threading.Lock()
-        self.serial_lock = threading.Lock()
         self.replacement: Any = None
-        self._lazy_lock = threading.Lock()
-        self._split: Any = None
-        self._serial: Any = None
-        self._pair_fast: bool | None = None
+        self._free: list[Any] = []
 
-    # -- normalised backends ------------------------------------------------------------------------
-    def encoder(self, split_special_tokens: bool) -> Any:
-        """The backend to encode with: never holds truncation or padding, and has the wanted special-token mode."""
-        backend = self.backend
-        if not _is_normalised(backend):
-            self._normalise()
-            backend = self.backend
-        if bool(backend.encode_special_tokens) == split_special_tokens:
-            return backend
-        # The opposite mode lives in one lazily made copy, so the shared backend is never flipped per call.
-        split = self._split
-        if split is None:
-            with self._lazy_lock:
-                split = self._split
-                if split is None:
-                    split = clone_backend(backend)
-                    split.encode_special_tokens = split_special_tokens
-                    self._split = split
-        return split
+    def acquire(self) -> Any:
+        # list.pop/append are atomic under the GIL: no lock on the call path.
+        try:
+            return self._free.pop()
+        except IndexError:
+            return make_shell(self.backend)
 
-    def _normalise(self) -> None:
-        # Leftover settings from unguarded calls (or direct backend users). Clearing them is a mutation, but a
-        # rare one; if a direct user holds a borrow right now we keep encoding on a normalised copy instead.
-        with self._lazy_lock:
-            backend = self.backend
-            if _is_normalised(backend):
-                return
-            try:
-                backend.no_truncation()
-                backend.no_padding()
-            except RuntimeError:
-                copy = clone_backend(backend)
-                copy.no_truncation()
-                copy.no_padding()
-                copy.encode_special_tokens = backend.encode_special_tokens
-                self.backend = copy
+    def release(self, shell: Any) -> None:
+        self._free.append(shell)
 
-    # -- the exact serial path ----------------------------------------------------------------------
-    def serial_backend(self) -> Any:
-        """A private copy on which settings may be set, used under `serial_lock` for rare input shapes."""
-        serial = self._serial
-        if serial is None:
-            with self._lazy_lock:
-                serial = self._serial
-                if serial is None:
-                    serial = self._serial = clone_backend(self.backend)
-        return serial
-
-    def pair_fast_ok(self) -> bool:
-        """Whether pairs encoded side by side and post-processed equal the backend's own pair encoding."""
-        ok = self._pair_fast
-        if ok is None:
-            from borrowguard.guard._probe import pairs_match
-
-            ok = self._pair_fast = pairs_match(self)
-        return ok
-
-
-def _empty_model() -> Any:
-    from tokenizers import models
-
-    return models.BPE()
+    @property
+    def pooled(self) -> int:
+        """Shells waiting in the pool (diagnostics and tests)."""
+        return len(self._free)
 
 
 def state_of(backend: Any) -> BackendState:
