@@ -108,3 +108,18 @@ def test_wordpiece_pairs_get_cls_and_sep() -> None:
     assert ids[0] == tok.cls_token_id and ids[-1] == tok.sep_token_id
     assert ids.count(tok.sep_token_id) == 2
     assert out["token_type_ids"][-1] == 1 and out["token_type_ids"][0] == 0
+
+
+def test_chatml_template_takes_content_parts_in_every_role() -> None:
+    """vLLM passes content in the "openai" form (a list of parts), system messages included."""
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_path(CHATML)))
+    as_parts = [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": [{"type": "text", "text": "Hi"}]},
+        {"role": "tool", "content": [{"type": "text", "text": "42"}]},
+    ]
+    as_strings = [{**m, "content": m["content"][0]["text"]} for m in as_parts]
+    for tools in (None, [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]):
+        parts = tok.apply_chat_template(as_parts, tools=tools, tokenize=False)
+        assert parts == tok.apply_chat_template(as_strings, tools=tools, tokenize=False)
+        assert "Be brief." in parts and "<tool_response>\n42\n</tool_response>" in parts

@@ -213,9 +213,9 @@ def make_calls(tokenizer: Any, seed: int = 0) -> list[Any]:
         out = tokenizer.encode(text(2), add_special_tokens=False)
         calls.append(Call("decode-stream", "stream_detokenize", (ids[:8], out)))
     for i in range(10):  # chats, with and without tools, some with a tool call round-trip
-        # No system message: the bundled template concatenates a system message's content as a string,
-        # and vLLM hands the template OpenAI-style content parts (see the report to the lead).
-        messages: list[dict] = [{"role": "user", "content": text(rng.randint(1, 6))}]
+        # Half with a system message: vLLM hands the template OpenAI-style content parts for it too.
+        messages: list[dict] = [{"role": "system", "content": text(2)}] if i % 4 < 2 else []
+        messages.append({"role": "user", "content": text(rng.randint(1, 6))})
         if i % 2:
             call = {"id": f"call_{i}", "type": "function",
                     "function": {"name": "get_weather", "arguments": json.dumps({"city": "Paris"})}}

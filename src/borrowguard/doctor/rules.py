@@ -11,10 +11,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
+from borrowguard._switches import DISABLE_ENV, PLUGIN_NAME, allowed_by_vllm_plugins, is_on
 from borrowguard.doctor.snapshot import Snapshot, normalize_machine
-from borrowguard.integrations.vllm import _TRUE as _DISABLE_VALUES
-from borrowguard.integrations.vllm import DISABLE_ENV, PLUGIN_NAME
-from borrowguard.integrations.vllm import _allowed as _plugin_allowed
 from borrowguard.knowledge import SEVERITIES, KnowledgeBase, Problem
 
 _RANK = {severity: rank for rank, severity in enumerate(SEVERITIES)}
@@ -111,7 +109,7 @@ def guard_status(snapshot: Snapshot) -> GuardStatus:
         return GuardStatus(False, "unknown whether borrowguard is installed (not in the snapshot)")
     if not snapshot.plugin_registered:
         return GuardStatus(False, "borrowguard's vllm.general_plugins entry point is not registered")
-    if disable is not None and disable.strip().lower() in _DISABLE_VALUES:
+    if is_on(disable):
         return GuardStatus(False, f"{DISABLE_ENV}={disable} turns the guard off", f"unset {DISABLE_ENV}")
     if not snapshot.version("vllm"):
         return GuardStatus(
@@ -119,7 +117,7 @@ def guard_status(snapshot: Snapshot) -> GuardStatus:
             "borrowguard's vLLM plugin is registered but vLLM is not installed "
             "(other servers: `borrowguard run -- ...` or borrowguard.install())",
         )
-    if not _plugin_allowed(plugins):
+    if not allowed_by_vllm_plugins(plugins):
         listed = [p.strip() for p in (plugins or "").split(",") if p.strip()]
         return GuardStatus(
             False,

@@ -72,7 +72,7 @@ def _same_vocabulary(shell: Any, backend: Any, added: list[tuple[int, Any]]) -> 
 class BackendState:
     """Per-backend pool of shells, created on the first guarded call that uses the backend."""
 
-    __slots__ = ("backend", "mutation_lock", "replacement", "_free")
+    __slots__ = ("_free", "backend", "mutation_lock", "replacement")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend

@@ -36,6 +36,8 @@ import threading
 from collections.abc import Mapping
 from importlib import metadata
 
+from borrowguard._switches import DISABLE_ENV, ON_VALUES, PLUGIN_NAME, allowed_by_vllm_plugins, flag
+
 __all__ = [
     "DISABLE_ENV",
     "DISABLE_VALUES",
@@ -47,12 +49,9 @@ __all__ = [
     "status_line",
 ]
 
-PLUGIN_NAME = "borrowguard"
-"""The entry point's name: what VLLM_PLUGINS must list."""
 LOGGER_NAME = "vllm.borrowguard"
 """Under vLLM's "vllm" logger, so the line goes wherever vLLM's own INFO lines go."""
-DISABLE_ENV = "BORROWGUARD_DISABLE"
-DISABLE_VALUES = frozenset({"1", "true", "yes", "on"})
+DISABLE_VALUES = ON_VALUES
 """Values of BORROWGUARD_DISABLE (stripped, lower-cased) that turn the plugin off."""
 
 # The states register() can end in; also the stable words of the log line (scan and doctor match them).
@@ -80,7 +79,7 @@ def register() -> None:
 
 
 def _activate(env: Mapping[str, str]) -> tuple[Outcome, str]:
-    if env.get(DISABLE_ENV, "").strip().lower() in DISABLE_VALUES:
+    if flag(DISABLE_ENV, env):
         return DISABLED, f"{DISABLE_ENV}={env[DISABLE_ENV]}"
     if not allowed_by_vllm_plugins(env.get("VLLM_PLUGINS")):
         return NOT_ALLOWED, f"VLLM_PLUGINS={env['VLLM_PLUGINS']}"
@@ -94,27 +93,6 @@ def _activate(env: Mapping[str, str]) -> tuple[Outcome, str]:
         # A failed guard must not take the server down: vLLM would die in its CLI parser. Say it loudly.
         return FAILED, f"{type(exc).__name__}: {exc}"
     return INSTALLED, ""
-
-
-def allowed_by_vllm_plugins(raw: str | None) -> bool:
-    """Whether vLLM runs this plugin under VLLM_PLUGINS=`raw` (None: unset, every plugin runs).
-
-    vLLM's exact rule (vllm.envs): the value is split on "," and NOT stripped, so "a, borrowguard"
-    leaves us out. `borrowguard doctor` uses this to say whether the guard will be active.
-    """
-    if raw is None:
-        return True
-    return PLUGIN_NAME in raw.split(",")
-
-
-# Earlier names, still imported by borrowguard.doctor.rules; to be replaced there by the public ones.
-_TRUE = DISABLE_VALUES
-
-
-def _allowed(raw: str | None) -> bool:
-    # The first version stripped names, which vLLM does not do; kept until doctor moves to
-    # allowed_by_vllm_plugins (its test expects " borrowguard , x" to count as listed).
-    return raw is None or PLUGIN_NAME in {name.strip() for name in raw.split(",")}
 
 
 def status_line(outcome: Outcome, detail: str = "") -> str:

@@ -14,23 +14,16 @@ import threading
 from types import ModuleType
 from typing import Any
 
+from borrowguard._switches import DISABLE_ENV, QUIET_ENV, flag
+
 # The environment contract between `borrowguard run` (launch.py) and its children.
-DISABLE_ENV = "BORROWGUARD_DISABLE"  # same switch as the vLLM plugin
-QUIET_ENV = "BORROWGUARD_QUIET"
 BOOTSTRAP_ENV = "BORROWGUARD_RUN_BOOTSTRAP"  # the bootstrap directory on PYTHONPATH
 PACKAGE_ENV = "BORROWGUARD_PACKAGE_DIR"  # where to load borrowguard from if the child's env lacks it
 TARGET = "transformers"
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
 _lock = threading.Lock()
 _done = False
 _busy = threading.local()
-
-
-def flag(name: str, environ: Any = None) -> bool:
-    """Whether an on/off environment switch is on (1/true/yes/on, any case)."""
-    value = (os.environ if environ is None else environ).get(name, "")
-    return value.strip().lower() in _TRUE
 
 
 def arm() -> None:
