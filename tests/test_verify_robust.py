@@ -164,6 +164,7 @@ def test_unreachable_url_is_could_not_run() -> None:
         (["--sweep", "8,x"], "--sweep"),
         (["--api-key-env", "BORROWGUARD_TEST_SURELY_UNSET"], "BORROWGUARD_TEST_SURELY_UNSET"),
         (["--log", "/nonexistent/server.log", "--url", "http://127.0.0.1:9"], "no such file"),
+        (["--url", "http://127.0.0.1:9", "--server-guard", "off"], "--server-guard"),
     ],
 )
 def test_user_mistakes_are_one_line_and_exit_2(args: list[str], needle: str) -> None:

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from borrowguard.cli._common import console
+from borrowguard.errors import UserInputError
 from borrowguard.load.options import parse_duration, parse_image_sizes, parse_levels, parse_mix
 from borrowguard.load.scenarios import ScenarioSettings
 from borrowguard.report import to_json, write_html
@@ -92,9 +93,8 @@ _STYLE = {"PASS": "bold green", "FAIL": "bold red"}
 @click.option(
     "--server-guard",
     type=click.Choice(["on", "off"]),
-    default="on",
-    show_default=True,
-    help="Bundled server only: run it with or without the guard.",
+    default=None,
+    help="Bundled server only: run it with or without the guard.  [default: on]",
 )
 @click.option(
     "--server-log",
@@ -150,6 +150,10 @@ def _config(opts: dict[str, Any]) -> VerifyConfig:
         stream=opts["stream"],
         seed=opts["seed"],
     )
+    if opts["url"] and opts["server_guard"] is not None:
+        raise UserInputError(
+            "--server-guard applies to the bundled server only; it cannot change a server at --url"
+        )
     return VerifyConfig(
         url=opts["url"],
         model=opts["model"],
@@ -166,7 +170,7 @@ def _config(opts: dict[str, Any]) -> VerifyConfig:
         sweep=parse_levels(opts["sweep"]) if opts["sweep"] else None,
         max_error_rate=opts["max_error_rate"],
         records=opts["records"],
-        server_guard=opts["server_guard"] == "on",
+        server_guard=opts["server_guard"] != "off",
         server_log=opts["server_log"],
     )
 
