@@ -290,3 +290,21 @@ def test_pickle_deepcopy_and_save_give_an_ordinary_tokenizer(how: str, tmp_path)
     reloaded = AutoTokenizer.from_pretrained(str(tmp_path))
     assert type(reloaded).__name__ == original_class.__name__
     assert normalise(reloaded("a pair of", "sequences", truncation=True, max_length=6)) == expected
+
+
+def test_shells_share_the_backend_and_the_pool_stays_at_the_concurrency() -> None:
+    from borrowguard.guard._state import make_shell, state_of
+
+    tok, calls, expected = _workload(CHATML, n=120, seed=17)
+    borrowguard.protect(tok)
+    for _ in range(2):
+        assert hammer(tok, calls, expected, threads=THREADS, seconds=0.5).clean
+    state = state_of(tok.backend_tokenizer)
+    assert 1 <= state.pooled <= THREADS  # one shell per call in flight, reused, not one per call
+    shell = make_shell(tok.backend_tokenizer)
+    backend = tok.backend_tokenizer
+    assert shell.get_vocab(with_added_tokens=True) == backend.get_vocab(with_added_tokens=True)
+    assert shell.get_added_tokens_decoder() == backend.get_added_tokens_decoder()
+    before = backend.truncation
+    shell.enable_truncation(8, stride=1)
+    assert backend.truncation == before != shell.truncation  # settings are the shell's own

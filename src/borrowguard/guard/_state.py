@@ -64,9 +64,9 @@ def _add(shell: Any, tokens: list[Any]) -> None:
 
 
 def _same_vocabulary(shell: Any, backend: Any, added: list[tuple[int, Any]]) -> bool:
-    return shell.get_vocab_size(with_added_tokens=True) == backend.get_vocab_size(with_added_tokens=True) and all(
-        shell.token_to_id(token.content) == token_id for token_id, token in added
-    )
+    if shell.get_vocab_size(with_added_tokens=True) != backend.get_vocab_size(with_added_tokens=True):
+        return False
+    return all(shell.token_to_id(token.content) == token_id for token_id, token in added)
 
 
 class BackendState:
