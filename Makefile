@@ -2,6 +2,8 @@
 PYTHON ?= python3
 SHELL := /bin/bash
 
+# .venv-old: transformers 4.57.6 + tokenizers 0.22.2 (requirements/stack-old.txt): raises "Already borrowed".
+# .venv-new: the newest transformers + tokenizers (requirements/stack-new.txt): silent settings leak.
 OLD := .venv-old
 NEW := .venv-new
 DEMO := .venv

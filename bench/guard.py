@@ -140,17 +140,21 @@ def run_single_thread(seconds: float) -> dict:
     }
 
 
-def throughput(call_factory, threads: int, seconds: float) -> float:
-    """Calls per second from `threads` threads, each making calls from its own factory until time is up."""
+def throughput(step_factory, threads: int, seconds: float) -> tuple[float, int]:
+    """(calls per second, calls that raised) from `threads` threads, each running its own `step()` until time is up."""
     counts = [0] * threads
+    errors = [0] * threads
     barrier = threading.Barrier(threads + 1)
     stop = threading.Event()
 
     def worker(i: int) -> None:
-        make = call_factory(random.Random(i))
+        step = step_factory(random.Random(i))
         barrier.wait()
         while not stop.is_set():
-            make()()
+            try:
+                step()
+            except Exception:  # the unguarded variant on the old stack
+                errors[i] += 1
             counts[i] += 1
 
     workers = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
@@ -162,7 +166,7 @@ def throughput(call_factory, threads: int, seconds: float) -> float:
     stop.set()
     for w in workers:
         w.join()
-    return sum(counts) / (time.perf_counter() - start)
+    return sum(counts) / (time.perf_counter() - start), sum(errors)
 
 
 def run_kinds(threads: int, seconds: float) -> dict:
@@ -179,23 +183,20 @@ def run_kinds(threads: int, seconds: float) -> dict:
     lock = threading.Lock()
 
     def locked(rng):
-        def make():
+        def step():
             call = make_call(plain, rng, texts, True, kind)
+            with lock:
+                return call()
 
-            def run():
-                with lock:
-                    return call()
+        return step
 
-            return run
-
-        return make
+    def unlocked(rng):
+        return lambda: make_call(guarded, rng, texts, True, kind)()
 
     out = {}
     for kind in KINDS:
-        lock_rate = throughput(locked, threads, seconds)
-        guard_rate = throughput(
-            lambda rng, k=kind: lambda: make_call(guarded, rng, texts, True, k), threads, seconds
-        )
+        lock_rate, _ = throughput(locked, threads, seconds)
+        guard_rate, _ = throughput(unlocked, threads, seconds)
         out[kind] = guard_rate / lock_rate
     return {"variant": "kinds", **out}
 
@@ -240,34 +241,12 @@ def run_variant(variant: str, threads: int, seconds: float, mixed: bool) -> dict
         finally:
             pool.put(t)
 
-    counts = [0] * threads
-    errors = [0] * threads
-    barrier = threading.Barrier(threads + 1)
-    stop = threading.Event()
+    def step_factory(rng):
+        if variant == "pool":
+            return lambda: pooled(rng)
+        return lambda: call_with(make_call(tok, rng, texts, mixed))
 
-    def worker(i: int) -> None:
-        local = random.Random(i)
-        barrier.wait()
-        while not stop.is_set():
-            try:
-                if variant == "pool":
-                    pooled(local)
-                else:
-                    call_with(make_call(tok, local, texts, mixed))
-            except Exception:  # the unguarded variant on the old stack
-                errors[i] += 1
-            counts[i] += 1
-
-    workers = [threading.Thread(target=worker, args=(i,)) for i in range(threads)]
-    for w in workers:
-        w.start()
-    barrier.wait()
-    start = time.perf_counter()
-    time.sleep(seconds)
-    stop.set()
-    for w in workers:
-        w.join()
-    elapsed = time.perf_counter() - start
+    calls_per_s, errors = throughput(step_factory, threads, seconds)
     kept_rss = settled_rss_mb()
     shells, shell_mb = 0, 0.0
     if variant == "guard":
@@ -281,8 +260,8 @@ def run_variant(variant: str, threads: int, seconds: float, mixed: bool) -> dict
     return {
         "variant": variant,
         "threads": threads,
-        "calls_per_s": sum(counts) / elapsed,
-        "errors": sum(errors),
+        "calls_per_s": calls_per_s,
+        "errors": errors,
         "footprint_mb": after_load - before_load,
         "rss_mb": kept_rss,
         "shells": shells,
