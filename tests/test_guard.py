@@ -308,3 +308,20 @@ def test_shells_share_the_backend_and_the_pool_stays_at_the_concurrency() -> Non
     before = backend.truncation
     shell.enable_truncation(8, stride=1)
     assert backend.truncation == before != shell.truncation  # settings are the shell's own
+
+
+def test_subclasses_defined_after_install_get_their_overrides_guarded() -> None:
+    from borrowguard.guard._patch import ENTRY_METHODS, fast_tokenizer_base, is_guarded
+
+    borrowguard.install()
+    base = fast_tokenizer_base()
+    entry = next(name for name in ENTRY_METHODS if name in vars(base))
+
+    def override(self, *args, **kwargs):  # a model tokenizer with its own encode path, imported late
+        return getattr(super(Late, self), entry)(*args, **kwargs)
+
+    Late = type("LateTokenizerFast", (base,), {entry: override})
+    assert is_guarded(vars(Late)[entry])
+    borrowguard.uninstall()
+    assert vars(Late)[entry] is override
+    assert "__init_subclass__" not in vars(base)

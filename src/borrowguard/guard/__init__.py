@@ -63,6 +63,14 @@ def install() -> None:
         _patch_methods(base)
         for sub in subclasses(base):
             _patch_methods(sub)
+        # transformers imports model tokenizer modules lazily: classes defined later get the same treatment.
+        _set(base, "__init_subclass__", classmethod(_on_subclass))
+
+
+def _on_subclass(cls: type, **kwargs: Any) -> None:
+    with _lock:
+        if _patched:
+            _patch_methods(cls)
 
 
 def uninstall() -> None:
