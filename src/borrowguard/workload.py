@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "ALL_KINDS",
+    "TOOLS",
     "Call",
     "HammerResult",
     "Mismatch",
@@ -185,7 +186,7 @@ _WEIGHTS = {
     "processor": 3,
 }
 
-_TOOLS = (
+TOOLS = (
     {
         "type": "function",
         "function": {
@@ -339,7 +340,7 @@ class _Builder:
             messages.append({"role": "assistant", "content": _short_text(r)})
         kw: dict[str, Any] = {"tokenize": True, "add_generation_prompt": True}
         if tools:
-            kw["tools"] = list(_TOOLS)
+            kw["tools"] = list(TOOLS)
             messages[-1] = {
                 "role": "assistant",
                 "content": "",

@@ -50,32 +50,6 @@ _PROSE = (
     "Emoji too: 🚀🔥✨ and accents: café, naïve, Zürich, and some 中文 text.",
 )
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["C", "F"]}},
-                "required": ["city"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "search_docs",
-            "description": "Full-text search over the product documentation.",
-            "parameters": {
-                "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"],
-            },
-        },
-    },
-]
-
-
 def write_model_dir(path: Path) -> Path:
     """A tiny Qwen2-style model directory: the bundled ChatML tokenizer and a config.json, no weights.
 
@@ -184,7 +158,9 @@ class Frontend:
         """/v1/chat/completions: vLLM's chat-template path (tools in the template), then tokenization."""
         kwargs: dict[str, Any] = {"add_generation_prompt": True}
         if tools:
-            kwargs["tools"] = TOOLS
+            from borrowguard.workload import TOOLS  # one tool set for every workload of the project
+
+            kwargs["tools"] = list(TOOLS)
         params = self._chat_params(chat_template_kwargs=kwargs)
         tok_params = self._tok_params(
             max_total_tokens=MAX_MODEL_LEN, truncate_prompt_tokens=truncate, add_special_tokens=False
