@@ -325,3 +325,17 @@ def test_subclasses_defined_after_install_get_their_overrides_guarded() -> None:
     borrowguard.uninstall()
     assert vars(Late)[entry] is override
     assert "__init_subclass__" not in vars(base)
+
+
+def test_protect_under_install_is_not_wrapped_twice_and_survives_uninstall() -> None:
+    from borrowguard.guard._patch import ENTRY_METHODS, original
+
+    borrowguard.install()
+    tok, calls, expected = _workload(WORDPIECE, n=120, seed=19)
+    borrowguard.protect(tok)
+    for name in ENTRY_METHODS:
+        method = vars(type(tok)).get(name)
+        if method is not None:
+            assert original(method) is not method and original(original(method)) is original(method)
+    borrowguard.uninstall()
+    assert hammer(tok, calls, expected, threads=THREADS, seconds=1.0).clean

@@ -8,6 +8,7 @@ truncation, padding and special-token mode (see `_state`). Imports transformers 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from borrowguard.errors import GuardError
@@ -19,6 +20,7 @@ from borrowguard.guard._patch import (
     fast_tokenizer_base,
     is_guarded,
     mutation_scope,
+    original,
     subclasses,
 )
 
@@ -37,13 +39,25 @@ def _set(cls: type, name: str, value: Any) -> None:
     setattr(cls, name, value)
 
 
-def _patch_methods(cls: type) -> None:
-    """Wrap the entry points and mutators that `cls` itself defines (inherited ones are wrapped where defined)."""
+def _wrapped(lookup: Callable[[str], Any]) -> dict[str, Any]:
+    """Guard wrappers for the entry points and mutators that `lookup` finds, around their originals."""
+    wrapped = {}
     for names, wrap in ((ENTRY_METHODS, call_scope), (MUTATING_METHODS, mutation_scope)):
         for name in names:
-            method = cls.__dict__.get(name)
-            if callable(method) and not is_guarded(method):
-                _set(cls, name, wrap(method))
+            method = lookup(name)
+            if callable(method):
+                wrapped[name] = wrap(original(method))
+    return wrapped
+
+
+def _patch_methods(cls: type) -> None:
+    """Wrap the entry points and mutators that `cls` itself defines (inherited ones are wrapped where defined)."""
+    for name, wrapper in _wrapped(lambda name: _unguarded(cls.__dict__.get(name))).items():
+        _set(cls, name, wrapper)
+
+
+def _unguarded(method: Any) -> Any:
+    return None if is_guarded(method) else method
 
 
 def install() -> None:
@@ -119,14 +133,8 @@ def _guarded_class(cls: type) -> type:
                 "_borrowguard_original_class": cls,
                 "_tokenizer": BackendSlot(None),
             }
-            for name in ENTRY_METHODS:
-                method = getattr(cls, name, None)
-                if callable(method):
-                    namespace[name] = call_scope(method)
-            for name in MUTATING_METHODS:
-                method = getattr(cls, name, None)
-                if callable(method):
-                    namespace[name] = mutation_scope(method)
+            # Around the originals: a protected object stays guarded after uninstall(), and is not wrapped twice.
+            namespace.update(_wrapped(lambda name: getattr(cls, name, None)))
             # Same name, so save_pretrained records the original tokenizer_class.
             guarded = _guarded_classes[cls] = type(cls.__name__, (cls,), namespace)
         return guarded

@@ -60,17 +60,27 @@ class BackendSlot:
         obj.__dict__.pop("_tokenizer", None)
 
 
+def _entry(self: Any) -> tuple[dict[int, Any], int, Any] | None:
+    """This thread's scopes, the instance's key and its current backend; None when no scope should open
+    (an entry point nested in another for the same instance, or an instance not initialised yet)."""
+    scopes = _scopes()
+    key = id(self)
+    backend = self.__dict__.get("_tokenizer")
+    if key in scopes or backend is None:
+        return None
+    return scopes, key, current_backend(backend)
+
+
 def call_scope(method: Callable[..., Any]) -> Callable[..., Any]:
     """Run `method` with `self._tokenizer` resolving to a borrowed shell, in this thread, for this instance."""
 
     @functools.wraps(method)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        scopes = _scopes()
-        key = id(self)
-        backend = self.__dict__.get("_tokenizer")
-        if key in scopes or backend is None:  # nested entry point, or not initialised yet
+        entry = _entry(self)
+        if entry is None:
             return method(self, *args, **kwargs)
-        state = state_of(current_backend(backend))
+        scopes, key, backend = entry
+        state = state_of(backend)
         shell = scopes[key] = state.acquire()
         try:
             return method(self, *args, **kwargs)
@@ -82,23 +92,23 @@ def call_scope(method: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+# Mutations are rare; one lock for all of them keeps two of them from both copying the same backend.
+_mutation_lock = threading.Lock()
+
+
 def mutation_scope(method: Callable[..., Any]) -> Callable[..., Any]:
     """Run a backend-mutating method on a private copy, then make the copy the backend (rebuild and swap)."""
 
     @functools.wraps(method)
     def guarded(self: Any, *args: Any, **kwargs: Any) -> Any:
-        scopes = _scopes()
-        key = id(self)
-        backend = self.__dict__.get("_tokenizer")
-        if key in scopes or backend is None:
+        entry = _entry(self)
+        if entry is None or existing_state(entry[2]) is None:
+            # Nested, or no guarded call has used this backend yet (construction, a tokenizer not shared
+            # yet): nothing can be encoding on it through the guard, so the mutation happens in place.
             return method(self, *args, **kwargs)
-        backend = current_backend(backend)
-        if existing_state(backend) is None:
-            # No guarded call has used this backend (construction, or a tokenizer not shared yet): in place.
-            return method(self, *args, **kwargs)
-        state = state_of(backend)
-        with state.mutation_lock:
-            backend = current_backend(backend)
+        scopes, key, _ = entry
+        with _mutation_lock:
+            backend = current_backend(self.__dict__["_tokenizer"])
             replacement = clone_backend(backend)
             replacement.encode_special_tokens = backend.encode_special_tokens
             scopes[key] = replacement
@@ -112,6 +122,11 @@ def mutation_scope(method: Callable[..., Any]) -> Callable[..., Any]:
 
     setattr(guarded, _GUARD_MARK, method)
     return guarded
+
+
+def original(function: Any) -> Any:
+    """The method a guard wrapper wraps, or the function itself."""
+    return getattr(function, _GUARD_MARK, function)
 
 
 def is_guarded(function: Any) -> bool:

@@ -72,11 +72,10 @@ def _same_vocabulary(shell: Any, backend: Any, added: list[tuple[int, Any]]) -> 
 class BackendState:
     """Per-backend pool of shells, created on the first guarded call that uses the backend."""
 
-    __slots__ = ("_free", "backend", "mutation_lock", "replacement")
+    __slots__ = ("_free", "backend", "replacement")
 
     def __init__(self, backend: Any) -> None:
         self.backend = backend
-        self.mutation_lock = threading.Lock()
         self.replacement: Any = None
         self._free: list[Any] = []
 
