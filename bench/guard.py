@@ -55,7 +55,8 @@ def settled_rss_mb() -> float:
 
 
 def _texts(rng: random.Random) -> list[str]:
-    from borrowguard.data.corpus import corpus
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.corpus import corpus  # test scaffolding, not shipped
 
     lines = [line for line in corpus(seed=7, lines=4000) if not line.startswith("{")]
     texts = []

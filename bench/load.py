@@ -24,11 +24,12 @@ import time
 
 import aiohttp
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from borrowguard.load.client import ChatClient
-from borrowguard.load.fakeserver import FakeServer
 from borrowguard.load.metrics import Metrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory, ScenarioSettings
+from support.fakeserver import FakeServer  # test scaffolding, not shipped
 
 MIB = 1 << 20
 
@@ -91,7 +92,7 @@ def rss() -> int:
 async def memory_run(
     url: str, concurrency: int, seconds: float, warmup: float, every: float
 ) -> list[tuple[float, int]]:
-    settings = ScenarioSettings(stream=True)  # the whole mix, unique PNG/JPEG images at 256x256 and 720x1280
+    settings = ScenarioSettings(mix={"text": 1.0, "image": 1.0, "tools": 1.0}, stream=True)  # the generating mix, unique PNG/JPEG images at 256x256 and 720x1280
     factory = RequestFactory(settings, "fake-model")
     metrics = Metrics(factory.scenarios)
     samples: list[tuple[float, int]] = []

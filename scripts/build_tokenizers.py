@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -24,7 +25,8 @@ os.environ["TOKENIZERS_PARALLELISM"] = "false"
 
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from borrowguard.data.corpus import corpus
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from support.corpus import corpus
 
 SEED = 20261130
 CHATML_VOCAB = 16000

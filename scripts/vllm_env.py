@@ -143,15 +143,15 @@ def build() -> None:
     log(f"built {ENV} in {time.monotonic() - t0:.0f}s")
 
 
-def install_repo() -> None:
+def install_repo(env: Path = ENV) -> None:
     # Editable, no deps: the clone's source is what runs. Redone when the clone moved (CI clones elsewhere)
     # or pyproject.toml changed (the entry points live in the metadata written at install time).
-    stamp = ENV / ".borrowguard-repo"
+    stamp = env / ".borrowguard-repo"
     pyproject = hashlib.sha256((REPO / "pyproject.toml").read_bytes()).hexdigest()[:16]
     wanted = f"{REPO}\n{pyproject}"
     if stamp.exists() and stamp.read_text(encoding="utf-8") == wanted:
         return
-    py = str(python_of(ENV))
+    py = str(python_of(env))
     run([py, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "-e", str(REPO)])
     stamp.write_text(wanted, encoding="utf-8")
 

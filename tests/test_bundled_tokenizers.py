@@ -12,7 +12,7 @@ from tokenizers import Tokenizer
 from transformers import AutoTokenizer
 
 from borrowguard.data import BUNDLED, CHATML, WORDPIECE, tokenizer_path
-from borrowguard.data.corpus import corpus
+from support.corpus import corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 PROBE = 'Hello world, the model said 你好世界 <|im_start|>user\n🙂 [CLS] def f(x): return {"a": 1}'

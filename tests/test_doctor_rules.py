@@ -61,12 +61,28 @@ CASES: list[tuple[str, Snapshot, str | None]] = [
     ("transformers-blocks-tokenizers-fix", snap({"transformers": "4.57.6"}), "warning"),
     ("transformers-blocks-tokenizers-fix", snap({"transformers": "5.16.0"}), None),
     ("transformers-blocks-tokenizers-fix", snap({"transformers": "5.24.0"}), None),
+    # the processor shares the renderer's tokenizer only in 0.17.x (0.18 gives it a deep copy)
     ("vllm-retry-loop", snap({"vllm": "0.16.3"}), None),
     ("vllm-retry-loop", snap({"vllm": "0.17.0"}), "warning"),
-    ("vllm-retry-loop", snap({"vllm": "0.19.1rc1.dev214+g8f0e2b1c3"}), "warning"),
-    ("vllm-retry-loop", snap({"vllm": "0.20.2"}), "warning"),
-    ("vllm-retry-loop", snap({"vllm": "0.21.0"}), None),
-    ("vllm-retry-loop", snap({"vllm": "0.20.2", "borrowguard": "0.1.0"}, plugin_registered=True), "info"),
+    ("vllm-retry-loop", snap({"vllm": "0.17.1"}), "warning"),
+    ("vllm-retry-loop", snap({"vllm": "0.18.0"}), None),
+    ("vllm-retry-loop", snap({"vllm": "0.19.1rc1.dev214+g8f0e2b1c3"}), None),
+    ("vllm-retry-loop", snap({"vllm": "0.17.1", "borrowguard": "0.1.0"}, plugin_registered=True), "info"),
+    # bad_words on the event loop: 0.17 to 0.20, whatever the renderer workers
+    ("vllm-bad-words-race", snap({"vllm": "0.16.3"}), None),
+    ("vllm-bad-words-race", snap({"vllm": "0.17.1"}), "warning"),
+    ("vllm-bad-words-race", snap({"vllm": "0.20.2"}, server={"renderer_num_workers": 1}), "warning"),
+    ("vllm-bad-words-race", snap({"vllm": "0.21.0"}), None),
+    ("vllm-bad-words-race", snap({"vllm": "0.19.1", "borrowguard": "0.1.0"}, plugin_registered=True), "info"),
+    # two microbatch queues: 0.19 and 0.20 with 2+ renderer workers; unknown workers -> info, saying so
+    ("vllm-renderer-workers-race", snap({"vllm": "0.19.1"}, server={"renderer_num_workers": 2}), "warning"),
+    ("vllm-renderer-workers-race", snap({"vllm": "0.20.2"}, server={"renderer_num_workers": 4}), "warning"),
+    ("vllm-renderer-workers-race", snap({"vllm": "0.19.1"}), "info"),
+    ("vllm-renderer-workers-race", snap({"vllm": "0.19.1"}, server={"renderer_num_workers": 1}), None),
+    ("vllm-renderer-workers-race", snap({"vllm": "0.18.0"}, server={"renderer_num_workers": 2}), None),
+    ("vllm-renderer-workers-race", snap({"vllm": "0.21.0"}, server={"renderer_num_workers": 2}), None),
+    ("vllm-tokenizer-pool", snap({"vllm": "0.21.0"}), "info"),
+    ("vllm-tokenizer-pool", snap({"vllm": "0.20.2"}), None),
     ("vllm-mm-cache-desync", snap({"vllm": "0.24.0"}), "warning"),
     ("vllm-mm-cache-desync", snap({"vllm": "0.32.9"}), "warning"),
     ("vllm-mm-cache-desync", snap({"vllm": "0.33.0"}), None),
@@ -166,7 +182,8 @@ def test_exit_codes_and_order() -> None:
     assert warning.exit_code() == 1
     assert warning.exit_code(strict=True) == 2
     info = diagnose(snap(GUARDED, plugin_registered=True), KB)
-    assert [f.severity for f in info.findings] == ["info"]
+    assert {f.severity for f in info.findings} == {"info"}
+    assert {f.id for f in info.findings} == {"guard-active", "vllm-tokenizer-pool"}
     assert info.exit_code(strict=True) == 0
     mixed = diagnose(
         snap({"tokenizers": "0.22.2", "transformers": "4.57.6", "vllm": "0.18.0"}, python_version="3.9.1"), KB
@@ -268,3 +285,13 @@ def test_user_rule_fires_on_its_own_package(tmp_path: Any) -> None:
     ]
     assert diagnose(snap({"xgrammar": "0.1.21"}), kb).findings == ()
     assert diagnose(snap({"xgrammar": "0.1.19"}, system="Darwin"), kb).findings == ()
+
+
+def test_a_server_fact_that_is_not_known_is_reported_at_info_with_what_it_depends_on() -> None:
+    (race,) = [f for f in diagnose(snap({"vllm": "0.19.1"}), KB).findings if f.id == "vllm-renderer-workers-race"]
+    assert race.severity == "info"
+    assert any("renderer_num_workers" in e and "--log" in e for e in race.evidence)
+    known = diagnose(snap({"vllm": "0.19.1"}, server={"renderer_num_workers": 2}), KB)
+    (race,) = [f for f in known.findings if f.id == "vllm-renderer-workers-race"]
+    assert race.severity == "warning"
+    assert "renderer_num_workers 2 (>=2)" in race.evidence

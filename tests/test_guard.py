@@ -14,7 +14,7 @@ from transformers import AutoTokenizer
 import borrowguard
 from borrowguard.data import BUNDLED, CHATML, WORDPIECE, tokenizer_path
 from borrowguard.errors import GuardError
-from borrowguard.workload import hammer, make_calls, make_processor, normalise, reference
+from borrowguard.race import hammer, make_calls, make_processor, normalise, reference
 
 THREADS = 16
 
@@ -200,8 +200,10 @@ def test_protect_processor_guards_its_tokenizer() -> None:
     assert hammer(tok, calls, expected, threads=THREADS, seconds=1.0).clean
 
 
-def _background_hammer(tok, stop: threading.Event, seed: int = 1):
+def _background_hammer(tok, stop: threading.Event, seed: int = 1, own_padding_side: bool = False):
     calls = make_calls(tok, random.Random(seed), 120, kinds=["single", "pair", "batch", "overflow"])
+    if own_padding_side:  # calls that do not depend on tok.padding_side, which the test changes meanwhile
+        calls = [c for c in calls if "padding" not in c.kwargs or "padding_side" in c.kwargs]
     expected = reference(tok, calls)
     out: dict = {}
 
@@ -238,7 +240,7 @@ def test_direct_backend_users_get_a_real_tokenizer_while_others_encode() -> None
 def test_runtime_mutation_while_others_encode() -> None:
     tok = borrowguard.protect(load(WORDPIECE))
     stop = threading.Event()
-    thread, out = _background_hammer(tok, stop, seed=2)
+    thread, out = _background_hammer(tok, stop, seed=2, own_padding_side=True)
     try:
         for i in range(5):
             word = f"zqxjnewtoken{i}"
@@ -257,7 +259,9 @@ def test_runtime_mutation_while_others_encode() -> None:
         stop.set()
         thread.join()
     result = out["result"]
-    assert result.total_exceptions == 0, result.to_dict()
+    # Every field of every concurrent call equals its serial reference: on tokenizers >= 0.23 a missing
+    # guard raises nothing, it returns wrong outputs, so counting exceptions alone would prove nothing.
+    assert result.calls > 0 and result.clean, result.to_dict()
 
 
 def test_mutation_is_seen_by_shallow_copies_sharing_the_backend() -> None:
@@ -339,3 +343,24 @@ def test_protect_under_install_is_not_wrapped_twice_and_survives_uninstall() -> 
             assert original(method) is not method and original(original(method)) is original(method)
     borrowguard.uninstall()
     assert hammer(tok, calls, expected, threads=THREADS, seconds=1.0).clean
+
+
+def test_install_forwards_subclass_creation_to_the_parents_hook(monkeypatch) -> None:
+    """Classes defined after install() are guarded, and a parent's own __init_subclass__ still runs."""
+    from transformers import PreTrainedTokenizerFast
+    from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+    seen: list[str] = []
+
+    def record(cls, **kwargs):
+        seen.append(cls.__name__)
+
+    monkeypatch.setattr(PreTrainedTokenizerBase, "__init_subclass__", classmethod(record), raising=False)
+    borrowguard.install()
+    try:
+        defined_later = type("DefinedAfterInstall", (PreTrainedTokenizerFast,), {})
+    finally:
+        borrowguard.uninstall()
+    assert seen == ["DefinedAfterInstall"]
+    tok = defined_later(tokenizer_object=load()._tokenizer)
+    assert type(tok).__name__ == "DefinedAfterInstall"

@@ -66,6 +66,23 @@ def test_bundled_load_is_cached_and_read_only() -> None:
         kb.problems["x"] = problem  # type: ignore[index]
 
 
+def test_vllm_race_rules_name_their_versions_and_settings() -> None:
+    kb = load()
+    assert kb["vllm-retry-loop"].detect["packages"]["vllm"] == ">=0.17.0.dev0,<0.18.0.dev0"
+    assert kb["vllm-bad-words-race"].detect["packages"]["vllm"] == ">=0.17.0.dev0,<0.21.0.dev0"
+    workers = kb["vllm-renderer-workers-race"].detect
+    assert workers["packages"]["vllm"] == ">=0.19.0.dev0,<0.21.0.dev0"
+    assert workers["server"]["renderer_num_workers"] == ">=2"
+    pool = kb["vllm-tokenizer-pool"]
+    assert pool.severity == "info" and pool.detect["packages"]["vllm"] == ">=0.21.0.dev0"
+    for rule in ("vllm-bad-words-race", "vllm-renderer-workers-race"):
+        assert any("--renderer-num-workers 1" in r or "borrowguard" in r for r in kb[rule].remedies)
+    # the knowledge base says what was measured: the tokenizer race did not kill the engine
+    for rule in ("tokenizers-borrow-race", "tokenizer-already-borrowed"):
+        text = " ".join(kb[rule].explanation.split())
+        assert "dead engine" not in text and "never killed EngineCore" in text, rule
+
+
 def test_nccl_remedy_names_the_fixed_release() -> None:
     problem = load()["nccl-aarch64-proxy-leak"]
     assert any("nvidia-nccl-cu13==2.29.7" in r for r in problem.remedies)
@@ -160,6 +177,18 @@ def test_signatures_and_related_are_kept_raw(tmp_path: Path) -> None:
         (
             '[[problem]]\nid = "x"\ntitle = "t"\nseverity = "info"\nexplanation = "e"\nrelated = ["nope"]\n',
             "rule 'x': field 'related' names unknown rule 'nope'",
+        ),
+        (
+            GOOD.format(id="x", severity="info") + 'server = { renderer_workers = ">=2" }\n',
+            "rule 'x': field 'detect.server.renderer_workers' is not a known server fact",
+        ),
+        (
+            GOOD.format(id="x", severity="info") + 'server = { renderer_num_workers = "two" }\n',
+            "rule 'x': field 'detect.server.renderer_num_workers' 'two' is not a valid version specifier",
+        ),
+        (
+            GOOD.format(id="x", severity="info") + 'server = { structured_outputs_backend = "xgrammar" }\n',
+            "rule 'x': field 'detect.server.structured_outputs_backend' must be a non-empty list of names",
         ),
         (GOOD.format(id="x", severity="info") * 2, "rule 'x' is defined twice"),
         ("[[problem]\nid = 1", "not valid TOML"),

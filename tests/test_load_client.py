@@ -8,15 +8,18 @@ import json
 import pytest
 
 from borrowguard.load.client import ChatClient, Outcome
-from borrowguard.load.fakeserver import FakeServer
 from borrowguard.load.metrics import Metrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory, ScenarioSettings
 
+# The fake server generates (chat and completions); it has no /tokenize.
+GENERATION_MIX = {"text": 1.0, "image": 1.0, "tools": 1.0}
+from support.fakeserver import FakeServer
+
 
 def _send_all(url: str, n: int, *, stream: bool, timeout: float = 5.0) -> list[tuple[bytes, Outcome]]:
     async def go() -> list[tuple[bytes, Outcome]]:
-        factory = RequestFactory(ScenarioSettings(stream=stream, image_sizes=((64, 64),)), "fake-model")
+        factory = RequestFactory(ScenarioSettings(mix=GENERATION_MIX, stream=stream, image_sizes=((64, 64),)), "fake-model")
         async with ChatClient(url, concurrency=4, timeout=timeout) as client:
             built = [factory.build(factory.plan()) for _ in range(n)]
             outcomes = await asyncio.gather(*(client.send(b) for b in built))
@@ -72,7 +75,7 @@ def test_load_run_holds_concurrency_and_writes_records(tmp_path) -> None:
     records = tmp_path / "records.jsonl"
 
     async def go(url: str) -> tuple[Metrics, LoadRun]:
-        factory = RequestFactory(ScenarioSettings(image_sizes=((64, 64),)), "fake-model")
+        factory = RequestFactory(ScenarioSettings(mix=GENERATION_MIX, image_sizes=((64, 64),)), "fake-model")
         metrics = Metrics(factory.scenarios)
         with records.open("w") as fh:
             async with ChatClient(url, concurrency=8, timeout=5) as client:

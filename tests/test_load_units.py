@@ -6,13 +6,16 @@ import json
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from borrowguard.errors import UserInputError
 from borrowguard.load.client import ChatClient, Outcome, error_message
 from borrowguard.load.metrics import LogHistogram, Metrics, TimeSeries
 from borrowguard.load.options import parse_duration, parse_image_sizes, parse_levels, parse_mix
 from borrowguard.load.scenarios import TOOLS, RequestFactory, ScenarioSettings
-from borrowguard.load.sse import SSEError, SSEParser
+from borrowguard.load.sse import ServerSentEvent, SSEError, SSEParser
+from borrowguard.load.watch import parse_metrics
 
 # -- options ---------------------------------------------------------------------------------------------
 
@@ -53,30 +56,95 @@ def test_parse_lists() -> None:
 # -- SSE -------------------------------------------------------------------------------------------------
 
 STREAM = (
-    b": ping\r\n\r\n"
+    b"\xef\xbb\xbf: ping\r\n\r\n"  # a BOM, then a comment
     b'data: {"choices":[{"delta":{"content":"h\xc3\xa9"}}]}\r\n\r\n'
     b"event: message\nid: 7\n"
     b'data:{"usage":{"prompt_tokens":5}}\n\n'
-    b"data: [DONE]"  # no final newline: close() must still return it
+    b"data: first\rdata:  second\r\rretry: 1500\n"  # CR line ends; one space dropped, not two
+    b"data\n\n"  # a field without a colon: an empty data line
+    b"data: [DONE]\n\n"
+    b"data: never ended"  # no blank line before the end of the stream: discarded
 )
-EXPECTED = ['{"choices":[{"delta":{"content":"hé"}}]}', '{"usage":{"prompt_tokens":5}}', "[DONE]"]
+EXPECTED = [
+    ServerSentEvent('{"choices":[{"delta":{"content":"h\u00e9"}}]}'),
+    ServerSentEvent('{"usage":{"prompt_tokens":5}}', "message", "7"),
+    ServerSentEvent("first\n second", "message", "7"),
+    ServerSentEvent("", "message", "7"),
+    ServerSentEvent("[DONE]", "message", "7"),
+]
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64, len(STREAM)])
 def test_sse_parser_any_split(chunk: int) -> None:
     parser = SSEParser()
-    got: list[str] = []
+    got: list[ServerSentEvent] = []
     for i in range(0, len(STREAM), chunk):
         got += parser.feed(STREAM[i : i + chunk])
-    got += parser.close()
     assert got == EXPECTED
+    assert parser.retry == 1500 and parser.last_event_id == "7"
+    assert parser.close() is True  # the unfinished event was dropped, and said so
+
+
+def test_sse_data_lines_of_one_event_join_with_newlines() -> None:
+    # The WHATWG rule the old parser broke: one event, three data lines, one payload.
+    parser = SSEParser()
+    events = parser.feed(b'data: {"a":\ndata: 1}\ndata:\n\n')
+    assert events == [ServerSentEvent('{"a":\n1}\n')]
+    assert parser.close() is False
+
+
+@pytest.mark.parametrize(
+    ("stream", "expected"),
+    [
+        (b"event: delta\ndata: x\n\n", [ServerSentEvent("x", "delta")]),
+        (b"event: ping\n\ndata: y\n\n", [ServerSentEvent("y")]),  # no data: nothing, type reset
+        (b"id: 1\x002\nid: 3\ndata: z\n\n", [ServerSentEvent("z", "message", "3")]),  # NUL: ignored
+        (b"retry: 12x\nfoo: bar\ndata:z\n\n", [ServerSentEvent("z")]),  # bad retry, unknown field
+        (b"\xef\xbb\xbf\xef\xbb\xbfdata: b\n\n", []),  # only one BOM is dropped: the next is in a name
+        (b"data: \xff\n\n", [ServerSentEvent("\ufffd")]),
+        (b"data: a\r\n\r\ndata: b\n\rdata: c\r\n\n", [ServerSentEvent(x) for x in "abc"]),
+    ],
+)
+def test_sse_fields_per_the_spec(stream: bytes, expected: list[ServerSentEvent]) -> None:
+    for chunk in (1, len(stream)):
+        parser = SSEParser()
+        got = [e for i in range(0, len(stream), chunk) for e in parser.feed(stream[i : i + chunk])]
+        assert got == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"data", b":", b" ", b"x", b"\xc3\xa9", b"\r", b"\n", b"\r\n", b"id: 1",
+                                 b"event", b"\xef\xbb\xbf"]), max_size=40),
+       st.lists(st.integers(1, 8), min_size=1, max_size=10))
+def test_sse_chunking_never_changes_the_events(pieces: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(pieces)
+    whole = SSEParser()
+    expected = whole.feed(stream)
+    parser, got, i, k = SSEParser(), [], 0, 0
+    while i < len(stream):
+        got += parser.feed(stream[i : i + cuts[k % len(cuts)]])
+        i, k = i + cuts[k % len(cuts)], k + 1
+    assert got == expected
+    assert parser.close() == whole.close()
 
 
 def test_sse_parser_bounds_a_line_without_end() -> None:
-    parser = SSEParser(max_line=1000)
+    parser = SSEParser(max_event=1000)
     parser.feed(b"data: " + b"x" * 900)
-    with pytest.raises(SSEError):
+    with pytest.raises(SSEError, match="exceeded"):
         parser.feed(b"x" * 200)
+
+
+def test_sse_parser_bounds_an_event_without_end() -> None:
+    # Short lines, but no blank line ever: the event's data must not grow without limit.
+    parser = SSEParser(max_event=1000)
+    with pytest.raises(SSEError, match="exceeded"):
+        for _ in range(200):
+            parser.feed(b"data: 0123456789\n")
+    # Comments and events that end are not held: they never reach the limit.
+    parser = SSEParser(max_event=1000)
+    for _ in range(500):
+        assert parser.feed(b": keep-alive\ndata: 0123456789\n\n") == [ServerSentEvent("0123456789")]
 
 
 # -- histogram and time series ---------------------------------------------------------------------------
@@ -168,7 +236,7 @@ def test_factory_repeats_are_identical_and_unique_requests_differ() -> None:
         if b.plan.scenario == "tools":
             assert body["tool_choice"] == "required" and body["tools"] == TOOLS
             assert sum(m["role"] == "tool" for m in body["messages"]) == 2
-    assert set(by_key) == {"text/plain", "text/trunc", "image/plain", "tools/plain", "tools/trunc"}
+    assert set(by_key) == {"text/plain", "text/trunc", "image/plain", "tools/plain", "tools/trunc", "tokenize/plain"}
     assert all(len(bodies) == 1 for bodies in by_key.values())
     assert len(set(unique_images)) == len(unique_images) > 10  # no two requests share an image
     truncated = {b.plan.scenario for b in built if "truncate_prompt_tokens" in json.loads(b.body)}
@@ -209,3 +277,50 @@ def test_error_message_from_any_body() -> None:
 def test_api_key_never_in_messages() -> None:
     client = ChatClient("http://127.0.0.1:1", concurrency=1, timeout=1, api_key="sk-secret-123")
     assert "sk-secret-123" not in client._clean("401: bad key sk-secret-123 for Authorization")
+
+
+# -- /metrics of the target ------------------------------------------------------------------------------
+
+VLLM_METRICS = """\
+# HELP vllm:num_requests_running Number of requests in model execution batches.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="Qwen/Qwen2.5-VL-3B-Instruct",engine="0"} 2.0
+# TYPE vllm:request_success_total counter
+vllm:request_success_total{finished_reason="stop",model_name="m"} 12.0
+vllm:request_success_created{finished_reason="stop",model_name="m"} 1.7e+09
+# TYPE vllm:e2e_request_latency_seconds histogram
+vllm:e2e_request_latency_seconds_bucket{le="0.3",model_name="m"} 1.0
+vllm:e2e_request_latency_seconds_count{model_name="m"} 12.0
+vllm:num_requests_waiting{model_name="a\\"b"} NaN
+process_cpu_seconds_total 5.0
+vllm:num_preemptions_total{model_name="m"} 0 1700000000000
+"""
+
+
+def test_parse_metrics_keeps_request_series_in_the_page_order() -> None:
+    assert parse_metrics(VLLM_METRICS) == {
+        'vllm:num_requests_running{model_name="Qwen/Qwen2.5-VL-3B-Instruct",engine="0"}': 2.0,
+        'vllm:request_success_total{finished_reason="stop",model_name="m"}': 12.0,
+        'vllm:e2e_request_latency_seconds_count{model_name="m"}': 12.0,
+        'vllm:num_preemptions_total{model_name="m"}': 0.0,
+    }  # no buckets, no _created, nothing unrelated, and no NaN (the JSON report allows none)
+
+
+def test_parse_metrics_survives_bad_lines_and_bounds_the_series() -> None:
+    page = VLLM_METRICS + "vllm:request_broken{ 1\n" + "".join(f"x_requests_{i} {i}\n" for i in range(100))
+    got = parse_metrics(page)
+    assert got['vllm:request_success_total{finished_reason="stop",model_name="m"}'] == 12.0
+    assert len(got) == 40 and "x_requests_0" in got  # one bad line costs only itself
+    assert parse_metrics("<html>not metrics</html>") == {}
+
+
+def test_parse_metrics_reads_the_bundled_servers_page() -> None:
+    from borrowguard.server.metrics import Metrics as ServerMetrics
+
+    server = ServerMetrics(guard=True)
+    server.requests[("POST", "/v1/chat/completions", 200)] += 5
+    server.record_tokenizer_error(RuntimeError("Already borrowed"))
+    got = parse_metrics(server.render())
+    assert got['borrowguard_requests_total{endpoint="/v1/chat/completions",method="POST",status="200"}'] == 5
+    assert got['borrowguard_tokenizer_errors_total{kind="already_borrowed"}'] == 1
+    assert got["borrowguard_requests_in_flight"] == 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import re
 from pathlib import Path
@@ -55,7 +56,8 @@ def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
     page = render_html(doc)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "<script" not in page and "<img" not in page  # the hostile text is shown, escaped, never live
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page  # markupsafe's spelling of '
+    assert html.unescape(page).count(EVIL) >= 5  # shown as text: model, reason, note, message, finding
     # nothing to fetch: no scripts, stylesheets, images or fonts from anywhere
     fetches = r"<(link|script|iframe|object|embed)\b|@import|url\(|<[^>]*\b(src|href)="
     assert not re.search(fetches, page, re.I)
@@ -92,3 +94,19 @@ def test_a_run_that_never_started_still_renders() -> None:
     page = render_html(doc)
     assert "ERROR" in page and "could-not-run" in page and page.count("<svg") == 0
     assert doc["exit_code"] == 2 and doc["levels"] == []
+
+
+def test_charts_are_markup_with_every_label_escaped() -> None:
+    from markupsafe import Markup
+
+    from borrowguard.report.svg import event_strip, line_chart, stacked_bars
+
+    charts = [
+        event_strip([(1.0, EVIL, "#000", 2)], 10.0, EVIL),
+        line_chart([(EVIL, "#111", [(0.5, 1.0), (1.5, None), (2.5, 3.0)])], 10.0, EVIL),
+        stacked_bars([(0.0, {EVIL: 3})], 1.0, 10.0, [(EVIL, "#222")], EVIL),
+    ]
+    for chart in charts:
+        assert isinstance(chart, Markup)  # the templates insert it as is: it must be escaped already
+        assert "<script" not in chart and "<img" not in chart
+        assert chart.count("&lt;script&gt;") >= 2

@@ -170,7 +170,7 @@ def test_uvicorn_two_workers_under_run_serve_exact_results(uvicorn_server):
     from transformers import AutoTokenizer
 
     from borrowguard.data import tokenizer_path
-    from borrowguard.workload import make_calls, reference
+    from borrowguard.race import make_calls, reference
 
     server = uvicorn_server(guarded=True)
     races = server.races()
@@ -213,8 +213,11 @@ def test_uvicorn_plain_fails(uvicorn_server):
     ("sig", "code", "said"), [(signal.SIGTERM, 42, "got SIGTERM"), (signal.SIGINT, 43, "got SIGINT")]
 )
 def test_signals_reach_the_command_and_its_exit_code_is_returned(sig, code, said):
+    # A non-interactive shell starts background jobs with SIGINT ignored, and a Python started that way
+    # installs no KeyboardInterrupt handler: give the command the disposition this test relies on.
     proc = subprocess.Popen([*BG, "--", PY, str(SCRIPTS / "signals.py")], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=clean_env())
+                            stderr=subprocess.PIPE, text=True, env=clean_env(),
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert proc.stdout.readline().strip() == "ready"
         proc.send_signal(sig)

@@ -52,8 +52,11 @@ def test_stdin_and_rich_report() -> None:
     out = proc.stdout.decode()
     assert proc.returncode == 2
     assert "tokenizer-already-borrowed" in out
-    assert "tokenizer-already-borrowed → tokenizer-acquire-retry → http-error-status → engine-dead" in out
-    assert "fix the tokenizer race first" in out
+    text = " ".join(out.split())
+    assert "tokenizer-already-borrowed → tokenizer-acquire-retry → http-error-status: fix the tokenizer race first" in text
+    assert "engine-dead: EngineCore's own final exception: ValueError: Request chatcmpl-41 has no cached" in text
+    assert "server vLLM 0.19.1 · model Qwen/Qwen2.5-VL-7B-Instruct" in text
+    assert "│ high" in out  # the confidence column
     assert "pip install borrowguard" in out
 
 

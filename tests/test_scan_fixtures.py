@@ -8,6 +8,7 @@ import pytest
 
 from borrowguard.knowledge import load
 from borrowguard.scan import Scanner, ScanResult, fast, scan_paths
+from borrowguard.scan.chain import summary as chain_summary
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
@@ -70,7 +71,7 @@ def feed_all(path: Path) -> ScanResult:
 
 
 def test_every_fixture_is_listed() -> None:
-    assert sorted(p.name for p in LOGS.iterdir()) == sorted(EXPECTED)
+    assert sorted(p.name for p in LOGS.iterdir() if p.is_file()) == sorted(EXPECTED)
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))
@@ -154,17 +155,54 @@ def test_details_count_http_statuses_and_retry_attempts() -> None:
 def test_causal_chain_of_the_borrow_cascade() -> None:
     result = scan_paths([str(LOGS / "vllm_v1_borrow_chain.log")])
     chain = [(s.role, s.id) for s in result.chain]
+    # The engine death is not put down to the tokenizer race: EngineCore's own traceback ends in a
+    # ValueError without tokenizer frames, and that exception is shown as its cause.
     assert chain == [
         ("root", "tokenizer-already-borrowed"),
         ("environment", "tokenizers-borrow-race"),
+        ("environment", "vllm-bad-words-race"),  # the log's start-up lines say vLLM 0.19.1, 1 renderer worker
         ("consequence", "tokenizer-acquire-retry"),
+        ("root", "engine-dead"),
         ("consequence", "http-error-status"),
-        ("consequence", "engine-dead"),
     ]
     root = result.chain[0]
     assert root.advice is not None and "tokenizer race first" in root.advice
     env = result.chain[1]
     assert env.advice == load()["tokenizers-borrow-race"].remedies[0]  # the remedy is written once, in the KB
+    death = next(f for f in result.findings if f.id == "engine-dead")
+    assert death.cause == "ValueError: Request chatcmpl-41 has no cached encoder input"
+    assert not death.via_tokenizer
+    assert result.chain[4].advice == f"EngineCore's own final exception: {death.cause}"
+    assert chain_summary(result.chain) == [
+        "tokenizer-acquire-retry".join(["tokenizer-already-borrowed → ", " → http-error-status: "])
+        + root.advice,
+        f"engine-dead: EngineCore's own final exception: {death.cause}",
+    ]
+    assert result.server is not None and result.server.vllm_version == "0.19.1"
+    assert result.server.renderer_num_workers == 1  # not among the non-default args: the default
+
+
+ENGINE_TOKENIZER_DEATH = """(EngineCore_DP0 pid=9) ERROR 07-07 20:13:02 [core.py:710] EngineCore encountered a fatal error.
+(EngineCore_DP0 pid=9) ERROR 07-07 20:13:02 [core.py:710] Traceback (most recent call last):
+(EngineCore_DP0 pid=9) ERROR 07-07 20:13:02 [core.py:710]   File "/v/vllm/v1/engine/core.py", line 701, in run_engine_core
+(EngineCore_DP0 pid=9) ERROR 07-07 20:13:02 [core.py:710]     engine_core.run_busy_loop()
+(EngineCore_DP0 pid=9) ERROR 07-07 20:13:02 [core.py:710]   File "/t/transformers/tokenization_utils_fast.py", line 494, in set_truncation_and_padding
+(EngineCore_DP0 pid=9) ERROR 07-07 20:13:02 [core.py:710]     self._tokenizer.enable_truncation(**target)
+(EngineCore_DP0 pid=9) ERROR 07-07 20:13:02 [core.py:710] RuntimeError: Already borrowed
+"""
+
+
+def test_the_race_is_linked_to_a_death_only_through_enginecores_own_traceback(tmp_path: Path) -> None:
+    log = tmp_path / "engine.log"
+    log.write_text(ENGINE_TOKENIZER_DEATH)
+    result = scan_paths([str(log)])
+    death = next(f for f in result.findings if f.id == "engine-dead")
+    assert death.cause == "RuntimeError: Already borrowed" and death.via_tokenizer
+    assert [(s.role, s.id, s.caused_by) for s in result.chain if s.role != "environment"] == [
+        ("root", "tokenizer-already-borrowed", ()),
+        ("consequence", "engine-dead", ("tokenizer-already-borrowed",)),
+    ]
+    assert death.count == 1  # the message and its traceback are one occurrence
 
 
 def test_shm_stall_points_at_the_nccl_rule() -> None:

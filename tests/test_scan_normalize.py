@@ -46,6 +46,21 @@ CASES: list[tuple[str | bytes, Line]] = [
     ("2025-07-07T20:12:46+02:00 WARN w: slow", Line("w: slow", "2025-07-07T20:12:46+02:00", "WARNING", None)),
     # progress bars redrawn with CR, CRLF endings
     ("load 10%\rload 100%\rINFO 07-07 20:12:44 [x.py:1] ok\r\n", Line("ok", "07-07 20:12:44", "INFO", None)),
+    # Buildkite's "  | " column, V0 header
+    (
+        "  | ERROR 07-01 13:54:43 multiproc_worker_utils.py:120] Worker died",
+        Line("Worker died", "07-01 13:54:43", "ERROR", None),
+    ),
+    # torchrun and launcher labels
+    ("[vllm]: [rank0]:   File \"p.py\", line 1, in f", Line('  File "p.py", line 1, in f', None, None, "vllm > rank0")),
+    # colour codes kept as text, or whose ESC a paste lost
+    (
+        "ESC[0;36m(EngineCore_DP0 pid=5)ESC[0;0m Exception in thread Thread-5 (process_input_sockets):",
+        Line("Exception in thread Thread-5 (process_input_sockets):", None, None, "EngineCore_DP0 pid=5"),
+    ),
+    (" [36m(RayWorkerVllm pid=5085) [0m [E x.cpp:1] boom", Line(" [E x.cpp:1] boom", None, None, "RayWorkerVllm pid=5085")),
+    # GitHub's markdown turned "]" into "[]" in a pasted header
+    ("ERROR 10-20 03:20:50 [core.py:720[] fatal", Line("fatal", "10-20 03:20:50", "ERROR", None)),
     # plain text and parentheses that are not process prefixes
     ("(see above) RuntimeError", Line("(see above) RuntimeError", None, None, None)),
     ("two words | row", Line("two words | row", None, None, None)),

@@ -8,15 +8,19 @@ from pathlib import Path
 import pytest
 
 from borrowguard.errors import UserInputError
-from borrowguard.knowledge import KnowledgeError, load
+from borrowguard.knowledge import Confidence, KnowledgeError, load
 from borrowguard.knowledge.signatures import (
+    bytes_safe,
     compile_signature,
     compile_signatures,
     minimal_anchors,
-    required_literals,
+    nested_unbounded,
+    unmatched_lines,
 )
 from borrowguard.scan import Scanner
+from borrowguard.scan.normalize import normalize
 
+LOGS = Path(__file__).parent / "fixtures" / "logs"
 SCAN_IDS = {
     "tokenizer-already-borrowed", "tokenizer-acquire-retry", "engine-dead", "shm-broadcast-stall",
     "nccl-failure", "mm-cache-desync", "cuda-oom", "http-error-status",
@@ -29,7 +33,7 @@ def test_bundled_signatures_compile_and_cover_the_scan_ids() -> None:
     assert {s.problem_id for s in sigs} == SCAN_IDS
     for sig in sigs:
         assert sig.severity == kb[sig.problem_id].severity
-        assert sig.anchors or sig.probes
+        assert sig.anchors and all(len(a) >= 3 for a in sig.anchors)
 
 
 def test_log_problems_link_to_environment_causes() -> None:
@@ -39,76 +43,107 @@ def test_log_problems_link_to_environment_causes() -> None:
     assert "vllm-mm-cache-desync" in kb["mm-cache-desync"].related
 
 
+def fixture_messages() -> list[str]:
+    messages = []
+    for path in sorted(LOGS.rglob("*")):
+        if path.is_file():
+            for raw in path.read_bytes().splitlines():
+                messages.append(normalize(raw).message)
+    return messages
+
+
+def test_declared_anchors_are_sound_on_every_fixture_line() -> None:
+    # The bulk scan parses only lines holding an anchor: a line that a signature's starting regex matches
+    # without one would be skipped there, and the two read paths would disagree.
+    messages = fixture_messages()
+    assert len(messages) > 500
+    for sig in compile_signatures(load()):
+        assert list(unmatched_lines(sig, messages)) == [], sig.problem_id
+    matched = {s.problem_id for s in compile_signatures(load()) for m in messages if any(p.search(m) for p in s.starters())}
+    assert matched == SCAN_IDS  # the check above is not vacuous
+
+
+def test_unmatched_lines_catches_a_wrong_anchor() -> None:
+    sig = compile_signature("x", "error", {"message": ["Engine died"], "anchors": ["Engine core"]})
+    assert list(unmatched_lines(sig, ["ERROR Engine died", "Engine core died"])) == ["ERROR Engine died"]
+
+
 @pytest.mark.parametrize(
-    ("pattern", "expected"),
+    ("pattern", "nested"),
     [
-        ("RuntimeError: Already borrowed", ("RuntimeError: Already borrowed",)),
-        ("Engine core proc \\S{1,128} died unexpectedly", (" died unexpectedly",)),
-        ("(?:enable|no)_(?:truncation|padding)\\(", ("padding", "truncation")),
-        # the parser factors out "Engine"; the branch is the better anchor
-        ("(?:EngineDeadError|EngineCore encountered)", ("Core encountered", "DeadError")),
-        ("Already (?:mutably )?borrowed", ("borrowed",)),
-        ("x{0,3}abc", None),
-        (".*", None),
+        ("Engine(?:\\s+\\w+)+ died", True),
+        ("(a+)+b", True),
+        ("abcd(x*)*", True),
+        ("(?:a{2,})*", True),
+        ("(ab)+c+", False),
+        ("a(?:b{1,64})+", False),
+        ("Failed to acquire tokenizer in current thread\\. Retrying(?: \\((?P<detail>[0-9]{1,3}/[0-9]{1,3})\\))?", False),
+        ("[(+*)]+x", False),
+        ("\\(a+\\)+", False),
     ],
 )
-def test_required_literals(pattern: str, expected: tuple[str, ...] | None) -> None:
-    assert required_literals(pattern) == expected
+def test_nested_unbounded(pattern: str, nested: bool) -> None:
+    assert nested_unbounded(pattern) is nested
 
 
-def test_required_literals_are_sound() -> None:
-    # Whatever the regex matches contains one of its anchors: checked on the bundled patterns' own matches.
-    samples = [
-        "Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.",
-        "Failed to acquire tokenizer in current thread. Retrying (3/5)...",
-        'x - "POST /v1/chat/completions HTTP/1.1" 503 Service Unavailable',
-        "gpu:1:2 [0] NCCL WARN Cuda failure",
-    ]
-    for sig in compile_signatures(load()):
-        for pattern in sig.message:
-            for text in samples:
-                m = pattern.search(text)
-                if m:
-                    assert any(a in text for a in sig.message_anchors)
+@pytest.mark.parametrize(
+    ("pattern", "safe"),
+    [
+        ('HTTP/[0-9.]{1,3}" (?P<detail>[45][0-9][0-9])', True),
+        ("HTTP/\\S{1,3} 5", False),
+        ("HTTP/.{1,3} 5", False),
+        ("[ab]cd", False),  # does not start with a literal
+        ("ab[^c]", False),
+        ("abc\\b", False),
+        ("é42", False),
+        ("ab(?=c)", False),
+    ],
+)
+def test_bytes_safe(pattern: str, safe: bool) -> None:
+    assert bytes_safe(pattern) is safe
 
 
 def test_minimal_anchors_drop_those_containing_another() -> None:
     assert minimal_anchors(["NCCL WARN", "NCCL", "EngineDeadError", "DeadError"]) == ("NCCL", "DeadError")
 
 
-def test_probe_for_short_anchor_ascii_pattern() -> None:
-    http = 'HTTP/[0-9.]{1,3}" (?P<detail>[45][0-9][0-9])'
-    sig = compile_signature("x", "warning", {"message": [http]})
-    assert sig.probes == (http,)
-    assert sig.anchors == ("HTTP/",) and sig.find_anchors == ()
-    # \S is not bytes-safe (one character is several bytes), so a short anchor is searched as a literal
-    sig = compile_signature("x", "warning", {"message": ["HTTP/\\S{1,3} 5"]})
-    assert sig.probes == () and sig.anchors == sig.find_anchors == ("HTTP/",)
-
-
-def test_declared_anchors_are_checked_against_the_regex() -> None:
+def test_short_anchors_of_an_ascii_pattern_make_a_probe() -> None:
     http = 'HTTP/[0-9.]{1,3}" (?P<detail>[45][0-9][0-9])'
     sig = compile_signature("x", "warning", {"message": [http], "anchors": ['" 4', '" 5']})
     assert sig.anchors == ('" 4', '" 5')
-    assert sig.probes == (http,)  # still the stdlib path's way: two 3-byte searches would cost more
-    with pytest.raises(KnowledgeError, match="need not contain any of the declared anchors"):
-        compile_signature("x", "warning", {"message": [http], "anchors": ['" 4']})
+    assert sig.probes == (http,) and sig.find_anchors == ()
+    # \S is not bytes-safe (one character is several bytes): the short anchors are searched as literals
+    sig = compile_signature("x", "warning", {"message": ["HTTP/\\S{1,3} 5"], "anchors": ["HTTP/"]})
+    assert sig.probes == () and sig.find_anchors == ("HTTP/",)
+
+
+def test_confidence_fields() -> None:
+    sig = compile_signature("x", "error", {"frames": ["in f_g_h"], "anchors": ["in f_g_h"]})
+    assert (sig.confidence, sig.when_cut) == (Confidence.HIGH, Confidence.MEDIUM)
+    sig = compile_signature("x", "error", {"frames": ["in f_g_h"], "anchors": ["in f"], "confidence": "medium"})
+    assert (sig.confidence, sig.when_cut) == (Confidence.MEDIUM, Confidence.LOW)
+    sig = compile_signature("x", "error", {"frames": ["in f_g_h"], "anchors": ["in f"], "when_cut": "none"})
+    assert sig.when_cut is None
 
 
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ({"message": ["(unclosed"]}, "item 1 ('(unclosed') is not a valid regular expression"),
-        ({"message": "a.*"}, "field 'message' item 1 ('a.*') has no literal of 4+ characters"),
-        ({"message": [3]}, "field 'message' must be a list of non-empty strings"),
-        ({"message": ["(?i)already borrowed"]}, "is case-insensitive"),
-        ({"message": ["Engine(?:\\s+\\w+)+ died"]}, "nests unbounded repetitions"),
+        ({"message": ["(unclosed"], "anchors": ["uncl"]}, "item 1 ('(unclosed') is not a valid regular expression"),
+        ({"message": "abc.*"}, "field 'anchors' is required"),
+        ({"message": "abc.*", "anchors": []}, "field 'anchors' is required"),
+        ({"message": [3], "anchors": ["abc"]}, "field 'message' must be a list of non-empty strings"),
+        ({"message": ["(?i)already borrowed"], "anchors": ["already"]}, "is case-insensitive"),
+        ({"message": ["Engine(?:\\s+\\w+)+ died"], "anchors": ["Engine"]}, "nests unbounded repetitions"),
         ({"frames": ["in foo_bar_baz"], "colour": "red"}, "field 'colour' is not a known field"),
-        ({"exclude": ["NCCL INFO"]}, "needs 'message' or 'frames'"),
-        ({"message": ["Already borrowed"], "raises": ["KeyError"]}, "only applies together with 'frames'"),
-        ({"message": ["Already borrowed"], "anchors": ["NCCL"]}, "need not contain any of the declared"),
+        ({"exclude": ["NCCL INFO"], "anchors": ["NCCL"]}, "needs 'message', 'frames' or 'stall'"),
+        ({"message": ["Already borrowed"], "raises": ["KeyError"], "anchors": ["Already"]}, "only applies together with 'frames'"),
+        ({"message": ["x"], "resume": ["y"], "anchors": ["xyz"]}, "only applies together with 'stall'"),
         ({"message": ["Already borrowed"], "anchors": ["ab"]}, "literal strings of 3+ characters"),
-        ({"message": ["x" * 401]}, "longer than 400 characters"),
+        ({"message": ["x" * 401], "anchors": ["xxx"]}, "longer than 400 characters"),
+        ({"message": ["Already"], "anchors": ["Already"], "confidence": "sure"}, "field 'confidence' must be one of"),
+        ({"stall": ["NCCL CALL"], "anchors": ["NCCL"], "stall_lines": 0}, "field 'stall_lines' must be"),
+        ({"message": ["Already"], "anchors": ["Already"], "startup": "skip"}, "field 'startup' must be"),
     ],
 )
 def test_errors_name_rule_and_field(raw: dict[str, object], message: str) -> None:
@@ -125,7 +160,7 @@ def test_user_rules_file_adds_a_signature(tmp_path: Path) -> None:
     rules.write_text(
         '[[problem]]\nid = "my-oops"\ntitle = "Oops"\nseverity = "warning"\nexplanation = "x"\n'
         'remedies = ["restart it"]\n\n[[problem.signature]]\nmessage = ["OOPS-[0-9]{1,4} happened"]\n'
-        'exclude = ["OOPS-0 "]\n'
+        'exclude = ["OOPS-0 "]\nanchors = ["OOPS-"]\n'
     )
     sc = Scanner(load(rules))
     assert [h.id for h in sc.feed("ERROR 01-01 00:00:00 [a.py:1] OOPS-12 happened")] == ["my-oops"]
@@ -137,7 +172,7 @@ def test_user_rules_file_with_a_bad_signature_is_refused(tmp_path: Path) -> None
     rules = tmp_path / "bad.toml"
     rules.write_text(
         '[[problem]]\nid = "bad-one"\ntitle = "t"\nseverity = "error"\nexplanation = "x"\n\n'
-        '[[problem.signature]]\nframes = ["(a+)+b"]\n'
+        '[[problem.signature]]\nframes = ["(a+)+b"]\nanchors = ["aab"]\n'
     )
     with pytest.raises(KnowledgeError, match=r"rule 'bad-one': signature #1: field 'frames' item 1"):
         Scanner(load(rules))
@@ -146,7 +181,8 @@ def test_user_rules_file_with_a_bad_signature_is_refused(tmp_path: Path) -> None
 def test_bundled_patterns_have_no_nested_unbounded_repeats() -> None:
     # compile_signatures refuses them; this guards the check itself against a silent no-op
     with pytest.raises(KnowledgeError):
-        compile_signature("r", "error", {"message": ["abcd(x*)*"]})
+        compile_signature("r", "error", {"message": ["abcd(x*)*"], "anchors": ["abcd"]})
     for sig in compile_signatures(load()):
-        for p in (*sig.message, *sig.frames, *sig.raises, *sig.exclude):
+        for p in (*sig.message, *sig.frames, *sig.raises, *sig.exclude, *sig.stall, *sig.resume):
             assert isinstance(p, re.Pattern)
+            assert not nested_unbounded(p.pattern)

@@ -18,6 +18,7 @@ from borrowguard.cli import cli
 from borrowguard.data import WORDPIECE, tokenizer_path
 from borrowguard.errors import BorrowguardError
 from borrowguard.server import ServerProcess, ServerStartError
+from support.http import request
 
 USER = [{"role": "user", "content": "Count to three."}]
 
@@ -82,11 +83,11 @@ def test_model_name_token_delay_and_clean_stop(tmp_path: Path) -> None:
         assert len(listening) == 1
         expected = r"borrowguard serve: listening on http://127\.0\.0\.1:\d+ \(stub engine, guard off\)"
         assert re.fullmatch(expected, listening[0])
-        assert server.request("GET", "/v1/models").json()["data"][0]["id"] == "tiny-model"
+        assert request(server, "GET", "/v1/models").json()["data"][0]["id"] == "tiny-model"
         for stream in (False, True):
             started = time.monotonic()
             body = {"model": "tiny-model", "messages": USER, "max_tokens": tokens, "stream": stream}
-            reply = server.request("POST", "/v1/chat/completions", body)
+            reply = request(server, "POST", "/v1/chat/completions", body)
             elapsed = time.monotonic() - started
             assert reply.status == 200
             # A lower bound only: the stub must spend at least the configured time per generated token.
@@ -105,11 +106,11 @@ def test_any_local_tokenizer_wordpiece() -> None:
     path = tokenizer_path(WORDPIECE)
     tok = AutoTokenizer.from_pretrained(str(path))
     with ServerProcess(guard=False, tokenizer=path, workers=1) as server:
-        [card] = server.request("GET", "/v1/models").json()["data"]
+        [card] = request(server, "GET", "/v1/models").json()["data"]
         assert card["id"] == "bert-wordpiece" and card["max_model_len"] == tok.model_max_length
-        body = server.request("POST", "/tokenize", {"prompt": "hello world, hello tokenizer"}).json()
+        body = request(server, "POST", "/tokenize", {"prompt": "hello world, hello tokenizer"}).json()
         assert body["tokens"] == tok("hello world, hello tokenizer")["input_ids"]  # with [CLS] ... [SEP]
-        reply = server.request("POST", "/v1/chat/completions", {"messages": USER})
+        reply = request(server, "POST", "/v1/chat/completions", {"messages": USER})
         assert reply.status == 400 and "chat template" in reply.json()["error"]["message"]
         temp_log = server.log_path
         assert temp_log is not None and temp_log.exists()

@@ -18,10 +18,12 @@ from typing import Any
 import jsonschema
 import pytest
 from PIL import Image
+from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer
 
 from borrowguard.data import tokenizer_path
 from borrowguard.server import DEFAULT_MODEL, ServerProcess
+from support.http import request
 
 MAX_BODY_MB = 1
 WEATHER = {"type": "function", "function": {
@@ -53,7 +55,7 @@ def tokenizer() -> Any:
 
 
 def chat(server: ServerProcess, **body: Any) -> Any:
-    reply = server.request("POST", "/v1/chat/completions", body)
+    reply = request(server, "POST", "/v1/chat/completions", body)
     assert reply.status == 200, reply.text
     return reply.json()
 
@@ -80,7 +82,7 @@ def png_url(size: tuple[int, int], fmt: str = "PNG") -> str:
 
 
 def sse_events(server: ServerProcess, body: dict[str, Any]) -> list[Any]:
-    reply = server.request("POST", "/v1/chat/completions", body)
+    reply = request(server, "POST", "/v1/chat/completions", body)
     assert reply.status == 200, reply.text
     assert reply.headers["content-type"].startswith("text/event-stream")
     # The whole body must be a sequence of `data: ...\n\n` events and nothing else.
@@ -94,8 +96,8 @@ def sse_events(server: ServerProcess, body: dict[str, Any]) -> list[Any]:
 
 
 def test_health_models_and_listening_line(server: ServerProcess) -> None:
-    assert server.request("GET", "/health").status == 200
-    models = server.request("GET", "/v1/models").json()
+    assert request(server, "GET", "/health").status == 200
+    models = request(server, "GET", "/v1/models").json()
     assert models["object"] == "list"
     [card] = models["data"]
     assert card["id"] == DEFAULT_MODEL and "stub" in card["owned_by"]
@@ -135,18 +137,18 @@ def test_truncate_prompt_tokens_keeps_the_end(server: ServerProcess, tokenizer: 
     response = chat(server, messages=USER, truncate_prompt_tokens=limit)
     expected = len(full) if limit == -1 else min(limit, len(full))
     assert response["usage"]["prompt_tokens"] == expected
-    tokens = server.request("POST", "/tokenize", {"messages": USER}).json()
+    tokens = request(server, "POST", "/tokenize", {"messages": USER}).json()
     assert tokens["tokens"] == full and tokens["count"] == len(full)
 
 
 def test_tokenize_prompt_and_messages(server: ServerProcess, tokenizer: Any) -> None:
-    reply = server.request("POST", "/tokenize", {"model": DEFAULT_MODEL, "prompt": "Hello <|im_end|> world"})
+    reply = request(server, "POST", "/tokenize", {"model": DEFAULT_MODEL, "prompt": "Hello <|im_end|> world"})
     assert reply.status == 200
     body = reply.json()
     assert body["tokens"] == tokenizer("Hello <|im_end|> world")["input_ids"]
     assert body["count"] == len(body["tokens"]) and body["max_model_len"] == tokenizer.model_max_length
     tools = [WEATHER]
-    body = server.request("POST", "/tokenize", {"messages": USER, "tools": tools}).json()
+    body = request(server, "POST", "/tokenize", {"messages": USER, "tools": tools}).json()
     assert body["tokens"] == prompt_ids(tokenizer, USER, tools)
 
 
@@ -248,7 +250,7 @@ def test_image_is_expanded_into_one_pad_per_patch(server: ServerProcess, tokeniz
     # One <|image_pad|> in the rendered template becomes `patches` of them.
     expected = len(prompt_ids(tokenizer, messages)) + patches - 1
     assert chat(server, messages=messages)["usage"]["prompt_tokens"] == expected
-    tokens = server.request("POST", "/tokenize", {"messages": messages}).json()["tokens"]
+    tokens = request(server, "POST", "/tokenize", {"messages": messages}).json()["tokens"]
     assert tokens.count(tokenizer.convert_tokens_to_ids("<|image_pad|>")) == patches
 
 
@@ -263,7 +265,7 @@ def test_image_is_expanded_into_one_pad_per_patch(server: ServerProcess, tokeniz
 )
 def test_bad_images_are_400(server: ServerProcess, url: str, fragment: str) -> None:
     messages = [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": url}}]}]
-    reply = server.request("POST", "/v1/chat/completions", {"messages": messages})
+    reply = request(server, "POST", "/v1/chat/completions", {"messages": messages})
     expect_error(reply, 400, "image 0", fragment)
 
 
@@ -271,19 +273,19 @@ def test_bad_images_are_400(server: ServerProcess, url: str, fragment: str) -> N
 
 
 def test_invalid_json_unknown_model_and_bad_schema_are_400(server: ServerProcess) -> None:
-    expect_error(server.request("POST", "/v1/chat/completions", b"{not json"), 400, "Invalid JSON")
-    expect_error(server.request("POST", "/v1/chat/completions", {"model": "gpt-17", "messages": USER}),
+    expect_error(request(server, "POST", "/v1/chat/completions", b"{not json"), 400, "Invalid JSON")
+    expect_error(request(server, "POST", "/v1/chat/completions", {"model": "gpt-17", "messages": USER}),
                  400, "gpt-17", "does not exist")
     bad_tool = {"type": "function", "function": {"name": "f", "parameters": {
         "type": "object", "properties": {"x": {"type": "integr"}}}}}
-    expect_error(server.request("POST", "/v1/chat/completions", {"messages": USER, "tools": [bad_tool]}),
+    expect_error(request(server, "POST", "/v1/chat/completions", {"messages": USER, "tools": [bad_tool]}),
                  400, "not a valid JSON schema", "integr")
-    expect_error(server.request("POST", "/tokenize", {"model": "nope", "prompt": "x"}), 400, "does not exist")
+    expect_error(request(server, "POST", "/tokenize", {"model": "nope", "prompt": "x"}), 400, "does not exist")
 
 
 def test_oversized_body_is_413_by_content_length(server: ServerProcess) -> None:
     body = json.dumps({"messages": USER, "padding": "x" * (MAX_BODY_MB * 1024 * 1024)}).encode()
-    expect_error(server.request("POST", "/v1/chat/completions", body), 413, "exceeds")
+    expect_error(request(server, "POST", "/v1/chat/completions", body), 413, "exceeds")
 
 
 def test_oversized_chunked_body_is_413_while_streaming(server: ServerProcess) -> None:
@@ -319,26 +321,28 @@ def test_oversized_chunked_body_is_413_while_streaming(server: ServerProcess) ->
 
 
 def test_unknown_path_gets_an_openai_style_404(server: ServerProcess) -> None:
-    expect_error(server.request("GET", "/v1/nothing-here"), 404)
+    expect_error(request(server, "GET", "/v1/nothing-here"), 404)
 
 
 def test_metrics_count_requests_by_status(server: ServerProcess) -> None:
-    def count(status: int) -> int:
-        text = server.request("GET", "/metrics").text
-        labels = f'method="POST",endpoint="/v1/chat/completions",status="{status}"'
-        pattern = rf"^borrowguard_requests_total{{{re.escape(labels)}}} (\d+)$"
-        match = re.search(pattern, text, re.M)
-        return int(match.group(1)) if match else 0
+    def samples() -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        text = request(server, "GET", "/metrics").text
+        return {(s.name, tuple(sorted(s.labels.items()))): s.value
+                for family in text_string_to_metric_families(text) for s in family.samples}
+
+    def count(status: int) -> float:
+        labels = {"method": "POST", "endpoint": "/v1/chat/completions", "status": str(status)}
+        return samples().get(("borrowguard_requests_total", tuple(sorted(labels.items()))), 0)
 
     before_ok, before_bad = count(200), count(400)
     chat(server, messages=USER)
-    server.request("POST", "/v1/chat/completions", b"[")
-    server.request("POST", "/v1/chat/completions", b"[")
+    request(server, "POST", "/v1/chat/completions", b"[")
+    request(server, "POST", "/v1/chat/completions", b"[")
     assert (count(200), count(400)) == (before_ok + 1, before_bad + 2)
-    text = server.request("GET", "/metrics").text
-    assert "borrowguard_requests_in_flight 1" in text  # the /metrics request itself
-    assert 'borrowguard_tokenizer_errors_total{kind="already_borrowed"} 0' in text
-    assert "borrowguard_guard_installed 0" in text
+    now = samples()
+    assert now["borrowguard_requests_in_flight", ()] == 1  # the /metrics request itself
+    assert now["borrowguard_tokenizer_errors_total", (("kind", "already_borrowed"),)] == 0
+    assert now["borrowguard_guard_installed", ()] == 0
 
 
 def test_log_file_has_the_vllm_format(server: ServerProcess) -> None:

@@ -26,10 +26,12 @@ import pytest
 import tokenizers
 from packaging.version import Version
 from PIL import Image
+from prometheus_client.parser import text_string_to_metric_families
 from transformers import AutoTokenizer
 
 from borrowguard.data import tokenizer_path
 from borrowguard.server import ServerProcess
+from support.http import request
 
 OLD_STACK = Version(tokenizers.__version__) < Version("0.23")
 CLIENTS = 16
@@ -84,7 +86,7 @@ def expected() -> dict[str, int]:
 def hammer(server: ServerProcess, requests: int, pool: ThreadPoolExecutor, start: int = 0) -> list[Result]:
     def one(i: int) -> Result:
         kind = MIX[i % len(MIX)]
-        reply = server.request("POST", "/v1/chat/completions", BODIES[kind], timeout=60)
+        reply = request(server, "POST", "/v1/chat/completions", BODIES[kind], timeout=60)
         if reply.status == 200:
             return Result(kind, 200, reply.json()["usage"]["prompt_tokens"], None)
         return Result(kind, reply.status, None, reply.json()["error"])
@@ -102,10 +104,13 @@ def hammer_until(server: ServerProcess, seen: Any, budget_s: float = 25.0) -> li
     return results
 
 
-def metric(server: ServerProcess, sample: str) -> int:
-    match = re.search(rf"^{re.escape(sample)} (\d+)$", server.request("GET", "/metrics").text, re.M)
-    assert match, sample
-    return int(match.group(1))
+def metric(server: ServerProcess, name: str, **labels: str) -> float:
+    """One sample of the server's /metrics, read by prometheus_client's parser."""
+    for family in text_string_to_metric_families(request(server, "GET", "/metrics").text):
+        for sample in family.samples:
+            if sample.name == name and sample.labels == labels:
+                return sample.value
+    raise AssertionError(f"no sample {name} {labels}")
 
 
 @pytest.fixture
@@ -142,9 +147,9 @@ def _old_stack_answers_500_and_logs_already_borrowed(unguarded: ServerProcess) -
                      r".*\nTraceback \(most recent call last\):\n(?:.*\n)*?RuntimeError: Already borrowed$",
                      log, re.M)
     assert log.count("RuntimeError: Already borrowed") == len(failures)
-    assert metric(unguarded, 'borrowguard_tokenizer_errors_total{kind="already_borrowed"}') == len(failures)
-    status_500 = 'borrowguard_requests_total{method="POST",endpoint="/v1/chat/completions",status="500"}'
-    assert metric(unguarded, status_500) == len(failures)
+    assert metric(unguarded, "borrowguard_tokenizer_errors_total", kind="already_borrowed") == len(failures)
+    status_500 = {"method": "POST", "endpoint": "/v1/chat/completions", "status": "500"}
+    assert metric(unguarded, "borrowguard_requests_total", **status_500) == len(failures)
 
 
 def _new_stack_leaks_truncation_into_identical_requests(unguarded: ServerProcess,
@@ -168,4 +173,4 @@ def test_guarded_is_exact_under_the_same_load(guarded: ServerProcess, expected: 
     log = guarded.read_log()
     assert "Already borrowed" not in log and "Traceback" not in log and "\nERROR " not in log
     assert metric(guarded, "borrowguard_guard_installed") == 1
-    assert metric(guarded, 'borrowguard_tokenizer_errors_total{kind="already_borrowed"}') == 0
+    assert metric(guarded, "borrowguard_tokenizer_errors_total", kind="already_borrowed") == 0

@@ -12,6 +12,7 @@ import zlib
 import jsonschema
 import pytest
 from PIL import Image
+from prometheus_client.parser import text_string_to_metric_families
 
 from borrowguard.server import logs
 from borrowguard.server.images import ImageBounds, ImageError, load_bytes, patch_count, smart_resize
@@ -141,13 +142,19 @@ def test_example_arguments_satisfy_the_schema(schema: dict) -> None:
     [
         ("not an object", "must be a JSON object"),
         ({"type": "array"}, "top-level type"),
-        ({"type": "object", "properties": {"a": {"type": "strnig"}}}, "is not one of"),
-        ({"type": "object", "properties": []}, "properties must be an object"),
-        ({"type": "object", "required": "a"}, "required must be an array"),
-        ({"type": "object", "properties": {"a": {"enum": []}}}, "enum must be a non-empty array"),
+        ({"type": "object", "properties": {"a": {"type": "strnig"}}},
+         "parameters.properties.a.type: 'strnig' is not one of array, boolean"),
+        ({"type": "object", "properties": []}, "parameters.properties: [] is not of type 'object'"),
+        ({"type": "object", "required": "a"}, "parameters.required: 'a' is not of type 'array'"),
+        ({"type": "object", "properties": {"a": {"anyOf": []}}}, "anyOf: [] should be non-empty"),
         ({"type": "object", "properties": {"a": {"$ref": "http://evil/schema"}}}, "only local references"),
         ({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}, "does not resolve"),
-        ({"type": "object", "properties": {"a": {"minimum": "3"}}}, "must be a number"),
+        ({"type": "object", "properties": {"a": {"$ref": "#nowhere"}}}, "does not resolve"),
+        ({"type": "object", "properties": {"a": {"minimum": "3"}}}, "minimum: '3' is not of type 'number'"),
+        ({"type": "object", "properties": {"a": {"minLength": -1}}}, "less than the minimum of 0"),
+        ({"type": "object", "$schema": {"evil": 1}}, "$schema must be a string"),
+        ({"type": "object", "properties": {"a": {"enum": ["x" * 10_000, 1]}}, "uniqueItems": "yes"},
+         "is not of type 'boolean'"),
     ],
 )
 def test_malformed_schemas_are_rejected(schema: object, message: str) -> None:
@@ -246,12 +253,28 @@ def test_metrics_text_exposition() -> None:
     metrics.record_tokenizer_error(RuntimeError("Already borrowed"))
     metrics.record_tokenizer_error(ValueError("other"))
     text = metrics.render()
-    assert 'borrowguard_requests_total{method="POST",endpoint="/v1/chat/completions",status="500"} 3' in text
-    assert 'borrowguard_tokenizer_errors_total{kind="already_borrowed"} 1' in text
-    assert 'borrowguard_tokenizer_errors_total{kind="ValueError"} 1' in text
-    assert "borrowguard_guard_installed 1" in text
-    for line in text.splitlines():  # every sample line is `name{labels} value` or `name value`
-        assert line.startswith("# ") or re.fullmatch(r"[a-z_]+(\{[^}]*\})? \d+", line), line
+    # prometheus_client's own parser reads it back: names, types, labels and values.
+    families = {f.name: f for f in text_string_to_metric_families(text)}
+    assert {name: f.type for name, f in families.items()} == {
+        "borrowguard_requests": "counter", "borrowguard_requests_in_flight": "gauge",
+        "borrowguard_tokenizer_errors": "counter", "borrowguard_prompt_tokens": "counter",
+        "borrowguard_generation_tokens": "counter", "borrowguard_guard_installed": "gauge"}
+    samples = {(s.name, tuple(s.labels.items())): s.value for f in families.values() for s in f.samples}
+    assert samples["borrowguard_requests_total", (
+        ("endpoint", "/v1/chat/completions"), ("method", "POST"), ("status", "500"))] == 3
+    assert samples["borrowguard_tokenizer_errors_total", (("kind", "already_borrowed"),)] == 1
+    assert samples["borrowguard_tokenizer_errors_total", (("kind", "truncation_error"),)] == 0
+    assert samples["borrowguard_tokenizer_errors_total", (("kind", "ValueError"),)] == 1
+    assert samples["borrowguard_guard_installed", ()] == 1
+    assert not any(name.endswith("_created") for name, _ in samples)  # counts only, no timestamps
+
+
+def test_each_app_has_its_own_registry() -> None:
+    # Two servers in one process (tests do that) must not see each other's counts.
+    first, second = Metrics(guard=True), Metrics(guard=False)
+    first.prompt_tokens = 7
+    assert "borrowguard_prompt_tokens_total 7.0" in first.render()
+    assert "borrowguard_prompt_tokens_total 0.0" in second.render()
 
 
 def test_log_format_is_vllm_like(tmp_path, capsys) -> None:

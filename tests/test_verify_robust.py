@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from borrowguard.load.fakeserver import FakeServer
 from borrowguard.load.scenarios import ScenarioSettings
 from borrowguard.verify import VerifyConfig, run_verify
+from support.fakeserver import FakeServer
 
 SMALL = ScenarioSettings(image_sizes=((64, 64),))
 

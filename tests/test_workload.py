@@ -11,7 +11,7 @@ from packaging.version import Version
 from transformers import AutoTokenizer
 
 from borrowguard.data import CHATML, WORDPIECE, tokenizer_path
-from borrowguard.workload import (
+from borrowguard.race import (
     Call,
     HammerResult,
     Raised,

@@ -24,7 +24,7 @@ def race(seconds: float, threads: int) -> dict:
 
     import borrowguard
     from borrowguard.data import tokenizer_path
-    from borrowguard.workload import hammer, make_calls, reference
+    from borrowguard.race import hammer, make_calls, reference
 
     tok = AutoTokenizer.from_pretrained(str(tokenizer_path()))
     calls = make_calls(tok, random.Random(0), 150)

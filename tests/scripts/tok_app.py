@@ -22,7 +22,7 @@ from transformers import AutoTokenizer
 
 import borrowguard
 from borrowguard.data import tokenizer_path
-from borrowguard.workload import hammer, make_calls, normalise, reference
+from borrowguard.race import hammer, make_calls, normalise, reference
 
 SEED = 0
 N_CALLS = 120

@@ -17,7 +17,7 @@ What runs is vLLM's code: its tokenizer loader (cached_get_tokenizer -> CachedHf
 get_cached_tokenizer), its HfRenderer (render_cmpl / render_chat: chat templates with tools, prompt
 tokenization with vLLM's TokenizeParams: per-request truncate_prompt_tokens, left truncation,
 detokenization), and the output processor's IncrementalDetokenizer (a DecodeStream on the backend). Results are compared with a serial, single-thread reference by
-borrowguard.workload.hammer.
+borrowguard.race.hammer.
 
 Not driven: vLLM's multimodal processor. Every multimodal model module of vLLM 0.19.1 (or the
 transformers 5.5.3 processor it loads) imports torchvision, and no CPU build of torchvision can be
@@ -158,7 +158,7 @@ class Frontend:
         """/v1/chat/completions: vLLM's chat-template path (tools in the template), then tokenization."""
         kwargs: dict[str, Any] = {"add_generation_prompt": True}
         if tools:
-            from borrowguard.workload import TOOLS  # one tool set for every workload of the project
+            from borrowguard.race import TOOLS  # one tool set for every workload of the project
 
             kwargs["tools"] = list(TOOLS)
         params = self._chat_params(chat_template_kwargs=kwargs)
@@ -170,7 +170,7 @@ class Frontend:
 
 
 def make_calls(tokenizer: Any, seed: int = 0) -> list[Any]:
-    from borrowguard.workload import Call
+    from borrowguard.race import Call
 
     rng = random.Random(seed)
     calls: list[Call] = []
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     tokenizer = renderer.get_tokenizer()
     setup_s = time.monotonic() - t0
 
-    from borrowguard.workload import Raised, hammer, reference
+    from borrowguard.race import Raised, hammer, reference
 
     frontend = Frontend(renderer)
     calls = make_calls(tokenizer)

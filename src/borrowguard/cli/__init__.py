@@ -7,9 +7,9 @@ so `borrowguard --help` and `borrowguard doctor` stay fast and import nothing he
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
@@ -43,23 +43,44 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+# Third-party modules that only an extra installs -> the extra that brings them.
+_EXTRA_OF = {
+    "aiohttp": "load",
+    "PIL": "load",
+    "fastapi": "server",
+    "uvicorn": "server",
+    "jinja2": "load",
+    "prometheus_client": "load",
+    "jsonschema": "server",
+    "transformers": "guard",
+    "tokenizers": "guard",
+}
+# Exit status when whoever reads our output went away (`borrowguard scan ... | head`): 128 + SIGPIPE, as
+# for any Unix filter, so that it is never mistaken for a verdict (0, 1 and 2 are verdicts).
+EXIT_BROKEN_PIPE = 141
+
+
 class LazyGroup(click.Group):
-    """A group whose subcommands are imported on use; a module that is not there yet is not listed."""
+    """A group whose subcommands are imported on use, so that `--help` imports nothing heavy."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return [name for name, (module, _, _) in _COMMANDS.items() if importlib.util.find_spec(module)]
+        return list(_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         entry = _COMMANDS.get(cmd_name)
         if entry is None:
             return None
         module, attr, _ = entry
+        return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        # Caught here, before click's own handler turns a closed pipe into exit 1 ("warnings").
         try:
-            return getattr(importlib.import_module(module), attr)
-        except ModuleNotFoundError as exc:
-            if exc.name == module:
-                return None
-            raise
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
+            sys.exit(EXIT_BROKEN_PIPE)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, _COMMANDS[name][2]) for name in self.list_commands(ctx)]
@@ -85,5 +106,15 @@ def main(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="borrowguard", standalone_mode=True)
     except UserInputError as exc:  # a user mistake is a message, never a traceback
-        click.echo(f"borrowguard: error: {exc}", err=True)
-        sys.exit(2)
+        _fail(str(exc))
+    except ModuleNotFoundError as exc:
+        top = (exc.name or "").partition(".")[0]
+        if top not in _EXTRA_OF:
+            raise
+        extra = _EXTRA_OF[top]
+        _fail(f"this command needs {top}, which is not installed: pip install 'borrowguard[{extra}]'")
+
+
+def _fail(message: str) -> NoReturn:
+    click.echo(f"borrowguard: error: {message}", err=True)
+    sys.exit(2)

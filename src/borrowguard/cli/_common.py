@@ -2,8 +2,68 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+import contextlib
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from typing import NoReturn
+
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.segment import Segment
+
+from borrowguard._text import printable
+from borrowguard.errors import UserInputError
+
+
+class _PrintableConsole(Console):
+    """A console whose text cannot drive the terminal: whatever a log, a snapshot or a server put in a
+    string (a window-title OSC, `ESC[2J`, C1 controls), only printable text reaches the screen. Rich's own
+    styles are added after rendering and its control segments (cursor moves of a live display) are kept."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            text = segment.text
+            if segment.control is None and text and not text.isprintable() and text != "\n":
+                yield Segment(printable(text), segment.style)
+            else:
+                yield segment
 
 
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return _PrintableConsole(stderr=stderr, highlight=False, soft_wrap=False)
+
+
+@contextlib.contextmanager
+def writing_output() -> Iterator[None]:
+    """Around the part of a command that writes its report to stdout: a write that fails (a full disk,
+    `> /dev/full`, an I/O error) is one line `borrowguard: error: ...` and exit 2, not a traceback. A closed
+    pipe is left to the group's handler (exit 141, like any filter)."""
+    try:
+        yield
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _cannot_write(exc)
+    except SystemExit:
+        _flush()
+        raise
+    _flush()
+
+
+def _flush() -> None:
+    try:  # what is still buffered fails here, not in the interpreter's final flush
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        _cannot_write(exc)
+
+
+def _cannot_write(error: OSError) -> NoReturn:
+    try:  # the interpreter's final flush of what is left must not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+    raise UserInputError(f"cannot write the output: {error.strerror or error}") from None

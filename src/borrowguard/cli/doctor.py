@@ -9,9 +9,9 @@ from rich.console import Console, RenderableType
 from rich.padding import Padding
 from rich.text import Text
 
-from borrowguard.cli._common import console
+from borrowguard.cli._common import console, writing_output
 from borrowguard.doctor import Diagnosis, Snapshot, collect, diagnose, read_snapshot
-from borrowguard.doctor.source import MAX_INPUT_BYTES
+from borrowguard.doctor.source import MAX_INPUT_BYTES, with_server_log
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import load
 
@@ -39,8 +39,21 @@ _SHOWN_PACKAGES = ("vllm", "transformers", "tokenizers", "torch", "sglang", "xgr
 @click.option(
     "--deep", is_flag=True, help="Also import torch (in a child process) for its CUDA and NCCL versions."
 )
+@click.option(
+    "--log",
+    "server_log",
+    metavar="LOG",
+    help="The server's log: how it runs (vLLM version, --renderer-num-workers...) is read from its start-up "
+    "lines, for the rules that depend on it.",
+)
 def doctor(
-    as_json: bool, strict: bool, capture: bool, source: str | None, rules: str | None, deep: bool
+    as_json: bool,
+    strict: bool,
+    capture: bool,
+    source: str | None,
+    rules: str | None,
+    deep: bool,
+    server_log: str | None,
 ) -> None:
     """Check this environment against known-bad versions and combinations.
 
@@ -50,6 +63,8 @@ def doctor(
     \b
     Exit status: 0 nothing or info only, 1 warnings, 2 errors (or bad input).
     With --strict, warnings exit 2 as well: use it to fail a CI job or a deploy.
+    A --from report that gives no transformers or tokenizers version (a paste cut
+    short) cannot be a clean bill: it is noted and exits 1 (2 with --strict).
 
     \b
     Examples:
@@ -59,21 +74,36 @@ def doctor(
       borrowguard doctor --from env.json      # ...diagnosed anywhere
       vllm collect-env > env.txt && borrowguard doctor --from env.txt
       borrowguard doctor --strict --rules site-rules.toml
+      borrowguard doctor --log vllm.log       # plus the server's settings from its start-up lines
     """
     if deep and source:
         raise UserInputError("--deep inspects this machine; it cannot be combined with --from")
     kb = load(rules)
     snapshot = read_snapshot(source) if source else collect(kb, deep=deep)
+    if server_log:
+        snapshot = with_server_log(snapshot, server_log)
+    lacking = snapshot.lacks_note()
+    if lacking and not any(note.startswith("incomplete:") for note in snapshot.notes):
+        snapshot = snapshot.with_notes(lacking)
     out = console()
-    if capture:
-        click.echo(json.dumps(snapshot.to_json(), indent=2))
-        return
-    diagnosis = diagnose(snapshot, kb)
-    if as_json:
-        click.echo(json.dumps(diagnosis.to_json(), indent=2))
-    else:
-        _render(out, diagnosis, strict)
-    raise SystemExit(diagnosis.exit_code(strict))
+    with writing_output():
+        if capture:
+            click.echo(json.dumps(snapshot.to_json(), indent=2))
+            return
+        diagnosis = diagnose(snapshot, kb)
+        if as_json:
+            click.echo(json.dumps(diagnosis.to_json(), indent=2))
+        else:
+            _render(out, diagnosis, strict)
+        raise SystemExit(_exit_code(diagnosis, strict))
+
+
+def _exit_code(diagnosis: Diagnosis, strict: bool) -> int:
+    """The findings' exit code; an incomplete report (see Snapshot.lacks) is at least a warning."""
+    code = diagnosis.exit_code(strict)
+    if diagnosis.environment.lacks:
+        code = max(code, 2 if strict else 1)
+    return code
 
 
 def _render(out: Console, diagnosis: Diagnosis, strict: bool) -> None:
@@ -133,7 +163,11 @@ def _environment_lines(snap: Snapshot, diagnosis: Diagnosis) -> list[str]:
 def _summary(diagnosis: Diagnosis, strict: bool) -> Text:
     counts = {s: sum(f.severity == s for f in diagnosis.findings) for s in ("error", "warning", "info")}
     parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
-    code = diagnosis.exit_code(strict)
+    code = _exit_code(diagnosis, strict)
     verdict = "no known problem" if not diagnosis.findings else ", ".join(parts)
+    if diagnosis.environment.lacks:
+        verdict = ("no known problem found" if not diagnosis.findings else verdict) + (
+            f", but the report is incomplete: no {' or '.join(diagnosis.environment.lacks)} version"
+        )
     style = "bold red" if code == 2 else "bold yellow" if code == 1 else "bold green"
     return Text.assemble((verdict, style), f" (exit {code}{', strict' if strict else ''})")

@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from borrowguard.cli._common import console
-from borrowguard.repro import CRASH, SAFE, PassResult, ReproReport, describe, run_repro
-from borrowguard.workload import HammerResult
+from borrowguard.race.repro import CRASH, SAFE, PassResult, ReproReport, describe, run_repro
+from borrowguard.race import HammerResult
 
 _STYLE = {CRASH: "bold red", SAFE: "bold green"}
 
@@ -61,7 +61,7 @@ def repro(
 
     \b
     Verdicts:
-      crash              calls raise "Already borrowed" (tokenizers <= 0.22; kills vLLM's engine)
+      crash              calls raise "Already borrowed" (tokenizers <= 0.22: failed requests in a server)
       silent-corruption  no such errors, but calls get another call's settings (tokenizers >= 0.23.1)
       safe               every concurrent call returned exactly its serial result
 

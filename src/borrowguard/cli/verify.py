@@ -12,18 +12,37 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
+from borrowguard._files import resolve_output
+from borrowguard._text import printable
 from borrowguard.cli._common import console
 from borrowguard.errors import UserInputError
-from borrowguard.load.options import parse_duration, parse_image_sizes, parse_levels, parse_mix
+from borrowguard.load.options import DEFAULT_MIX, parse_duration, parse_image_sizes, parse_levels, parse_mix
 from borrowguard.load.scenarios import ScenarioSettings
 from borrowguard.report import to_json, write_html
-from borrowguard.verify import PASS, Progress, VerifyConfig, VerifyResult, run_verify
+from borrowguard.verify import CheckState, Progress, Verdict, VerifyConfig, VerifyResult, run_verify
+from borrowguard.verify.fleet import check_targets, load_targets, parse_target, run_fleet
 
-_STYLE = {"PASS": "bold green", "FAIL": "bold red"}
+_STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.option("--url", metavar="URL", help="OpenAI-compatible base URL. Without it: the bundled server.")
+@click.option(
+    "--target",
+    "targets",
+    multiple=True,
+    metavar="NAME=URL[,log-cmd=CMD][,log=FILE]",
+    help="A fleet: each replica loaded and watched at once, each with its own log source and verdict; the "
+    "fleet's verdict is the worst (repeatable). Give each replica's own URL: through a Service the load "
+    "spreads over replicas and hides which one fails.",
+)
+@click.option(
+    "--targets",
+    "targets_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    metavar="FLEET.toml",
+    help="The fleet as [[target]] tables (name, url, log, log_cmd, model): for commands with commas.",
+)
 @click.option("--model", metavar="NAME", help="Model name to send (default: the first of /v1/models).")
 @click.option(
     "--api-key-env", metavar="NAME", help="Environment variable holding the API key (never logged)."
@@ -44,7 +63,13 @@ _STYLE = {"PASS": "bold green", "FAIL": "bold red"}
     help='Command whose output is the server log, e.g. "docker logs -f --since 1s vllm".',
 )
 @click.option("--health-path", default="/health", show_default=True, help="Polled every second.")
-@click.option("--mix", default="text=1,image=1,tools=1", show_default=True, help="Scenario weights.")
+@click.option(
+    "--mix",
+    default=DEFAULT_MIX,
+    show_default=True,
+    help="Scenario weights: text (chat and /v1/completions), image, tools (tool_choice=required), "
+    "tokenize (/tokenize and /detokenize). One the server cannot take is skipped with a note.",
+)
 @click.option("--image-sizes", default="256x256,720x1280", show_default=True, help="WIDTHxHEIGHT list.")
 @click.option("--images-per-request", default=1, show_default=True, type=click.IntRange(1, 16))
 @click.option(
@@ -57,7 +82,13 @@ _STYLE = {"PASS": "bold green", "FAIL": "bold red"}
 @click.option(
     "--no-vllm-extensions",
     is_flag=True,
-    help="Send no truncate_prompt_tokens (for servers that reject unknown fields).",
+    help="Send no truncate_prompt_tokens or bad_words (for servers that reject unknown fields).",
+)
+@click.option(
+    "--max-model-len",
+    type=click.IntRange(64),
+    metavar="TOKENS",
+    help="The server's context window, when /v1/models does not say it (prompts are fitted to it).",
 )
 @click.option("--stream/--no-stream", default=False, show_default=True, help="Streamed (SSE) answers.")
 @click.option("--concurrency", "-c", default=16, show_default=True, type=click.IntRange(1, 4096))
@@ -107,9 +138,18 @@ def verify(**opts: Any) -> None:
     """Load a server with concurrent image, tool and text chats, watch its log and health, give a verdict.
 
     \b
-    PASS (exit 0): no tokenizer errors in the log, no engine death, every request 2xx,
-    identical requests got identical usage.prompt_tokens, every scenario succeeded.
-    FAIL (exit 1) with the reasons otherwise; exit 2 when the run could not happen.
+    First a short preflight learns the target: server and version, model, context window
+    (max_model_len), endpoints, and whether it takes images and tools. Every request is then
+    fitted to the context, and the mix varies what makes tokenizer calls differ (max_tokens,
+    truncate_prompt_tokens, bad_words, chat beside /v1/completions, /tokenize) to provoke the race.
+
+    \b
+    PASS (exit 0): no tokenizer errors in the log or answers, no engine death, every valid
+    request 2xx, identical requests got identical usage.prompt_tokens. The PASS line names the
+    checks that ran and those that could not (no --log: the log was not checked).
+    FAIL (exit 1) with the reasons otherwise. Requests refused for what we sent (too long, no
+    vision, no tool parser) are reported apart, with the flag that fixes them, never against the
+    server. Exit 2 when the run could not happen, was interrupted, or nothing valid could be sent.
 
     \b
     Examples:
@@ -119,22 +159,51 @@ def verify(**opts: Any) -> None:
       borrowguard verify --url http://gpu1:8000/v1 --log-cmd "docker logs -f vllm" --sweep 8,16,32
       borrowguard verify --url $URL --api-key-env OPENAI_API_KEY --mix image=3,tools=1 --stream --json
     """
+    fleet = _fleet_targets(opts)
     config = _config(opts)
+    # Checked before the load, not after it: a run of minutes must not end in "no such directory".
+    for option in ("report", "records"):
+        if opts[option]:
+            resolve_output(opts[option], f"--{option}")
     err = console(stderr=True)
     try:
         with _ProgressView(err) as view:
-            result = run_verify(config, progress=view.update)
+            if fleet:
+                result: Any = run_fleet(fleet, config, progress=view.update_target)
+            else:
+                result = run_verify(config, progress=view.update)
     except KeyboardInterrupt:  # before the load started (server start-up): nothing to report
         err.print("borrowguard verify: interrupted before the load started")
         sys.exit(2)
-    if opts["report"]:
-        write_html(result.to_dict(), opts["report"])
-        err.print(f"report: {opts['report']}")
+    doc = result.to_dict()
     if opts["as_json"]:
-        click.echo(to_json(result.to_dict()))
+        click.echo(to_json(doc))
+    elif fleet:
+        _render_fleet(console(), result)
     else:
         _render(console(), result)
+    if opts["report"]:
+        try:
+            write_html(doc, opts["report"])
+            err.print(f"report: {opts['report']}")
+        except (OSError, UserInputError) as exc:  # the verdict stands; say what was lost
+            err.print(f"borrowguard verify: error: the report could not be written: {exc}", markup=False)
+            sys.exit(max(result.exit_code, 2))
     sys.exit(result.exit_code)
+
+
+def _fleet_targets(opts: dict[str, Any]) -> list[Any]:
+    if not (opts["targets"] or opts["targets_file"]):
+        return []
+    for option, given in (("--url", opts["url"]), ("--log", opts["logs"]), ("--log-cmd", opts["log_cmds"]),
+                          ("--server-guard", opts["server_guard"]), ("--server-log", opts["server_log"])):
+        if given:
+            raise UserInputError(f"{option} cannot be combined with --target/--targets (each target has its own)")
+    targets = [parse_target(spec) for spec in opts["targets"]]
+    if opts["targets_file"]:
+        targets += load_targets(opts["targets_file"])
+    check_targets(targets)
+    return targets
 
 
 def _config(opts: dict[str, Any]) -> VerifyConfig:
@@ -169,6 +238,7 @@ def _config(opts: dict[str, Any]) -> VerifyConfig:
         timeout=parse_duration(opts["timeout"], "--timeout"),
         sweep=parse_levels(opts["sweep"]) if opts["sweep"] else None,
         max_error_rate=opts["max_error_rate"],
+        max_model_len=opts["max_model_len"],
         records=opts["records"],
         server_guard=opts["server_guard"] != "off",
         server_log=opts["server_log"],
@@ -182,6 +252,7 @@ class _ProgressView:
         self.err = err
         self.live: Live | None = None
         self._last_line = 0.0
+        self.lines: dict[str, str] = {}
 
     def __enter__(self) -> _ProgressView:
         if self.err.is_terminal:
@@ -193,8 +264,14 @@ class _ProgressView:
         if self.live is not None:
             self.live.__exit__(None, None, None)
 
+    def update_target(self, name: str, p: Progress) -> None:
+        self.lines[name] = f"{name}: {_progress_line(p)}"
+        self._show("\n".join(self.lines.values()))
+
     def update(self, p: Progress) -> None:
-        line = _progress_line(p)
+        self._show(_progress_line(p))
+
+    def _show(self, line: str) -> None:
         if self.live is not None:
             self.live.update(Text(line))
         elif time.monotonic() - self._last_line >= 5:
@@ -241,23 +318,78 @@ def _render(out: Any, result: VerifyResult) -> None:
             )
         out.print(table)
     if doc["log"]["finding_counts"]:
-        out.print("log findings: " + ", ".join(f"{k} × {v}" for k, v in doc["log"]["finding_counts"].items()))
+        out.print(Text("log findings: " + ", ".join(f"{k} × {v}" for k, v in doc["log"]["finding_counts"].items())))
+    _render_workload(out, doc)
     for note in doc["notes"]:
-        out.print(f"note: {note}", style="dim")
+        out.print(Text(printable(f"note: {note}"), style="dim"))
     if result.highest_passing is not None and len(result.levels) > 1:
         out.print(f"highest concurrency that passed: {result.highest_passing}")
-    verdict = Text(result.verdict, style=_STYLE.get(result.verdict, "bold"))
-    if result.verdict == PASS:
-        out.print(
-            Text.assemble(
-                verdict,
-                " — no tokenizer errors, no engine death, every request 2xx, identical requests consistent",
-            )
-        )
+    verdict = Text(str(result.verdict), style=_STYLE.get(result.verdict, "bold"))
+    if result.verdict is Verdict.PASS:
+        ran = [c["detail"] for c in doc["checks"] if c["state"] == CheckState.PASSED]
+        out.print(Text.assemble(verdict, " — " + ", ".join(ran)))
     else:
         out.print(verdict)
-        for reason in result.reasons:
-            out.print(f"  - [{reason.code}] {reason.message}", markup=False, highlight=False)
+        for reason in doc["reasons"]:
+            out.print(Text(printable(f"  - [{reason['code']}] {reason['message']}")))
+    for check in doc["checks"]:
+        if check["state"] == CheckState.NOT_RUN:
+            out.print(Text(printable(f"  not checked: {check['name']}: {check['detail']}"), style="yellow"))
+
+
+def _render_workload(out: Any, doc: dict[str, Any]) -> None:
+    """The target as learned, and what the workload could not send: never the server's fault."""
+    t = doc["target"]
+    if t:
+        learned = [f"{t.get('server') or 'server'} {t.get('version') or ''}".strip(), f"model {t.get('model')}"]
+        if t.get("max_model_len"):
+            learned.append(f"max_model_len {t['max_model_len']} ({t.get('max_model_len_source')})")
+        out.print(Text(printable("target: " + ", ".join(learned)), style="dim"))
+        for name, state in (t.get("scenarios") or {}).items():
+            if state != "accepted":
+                out.print(Text(printable(f"scenario {name}: {state}"), style="yellow"))
+    mismatches = [
+        g for lvl in doc["levels"] for g in lvl["summary"]["errors_by_status"] if g.get("fault") == "workload"
+    ]
+    for g in mismatches:
+        msg = g["messages"][0][:160] if g["messages"] else ""
+        line = (f"workload mismatch (ours, not counted against the server): {g['count']} × {g['status']} "
+                f"on {g['scenario']} [{g.get('mismatch')}] {msg} — fix: {_fix(g.get('mismatch'))}")
+        out.print(Text(printable(line), style="yellow"))
+
+
+def _fix(mismatch: str | None) -> str:
+    from borrowguard.load.faults import FIXES, MismatchKind
+
+    try:
+        return FIXES[MismatchKind(mismatch)]
+    except ValueError:
+        return "see the message"
+
+
+def _render_fleet(out: Any, fleet: Any) -> None:
+    """One row per target, the reasons of those that did not pass, then the fleet's verdict."""
+    if not out.is_terminal:
+        out.width = max(out.width, 120)
+    doc = fleet.to_dict()
+    table = Table(title=f"fleet of {len(doc['targets'])}: {doc['elapsed_s']:.1f}s", title_justify="left")
+    for col in ("target", "url", "verdict", "requests", "ok", "tokenizer findings", "not checked"):
+        table.add_column(col, justify="right" if col in ("requests", "ok", "tokenizer findings") else "left")
+    for t in doc["targets"]:
+        summary = t["levels"][-1]["summary"] if t["levels"] else {"requests": 0, "ok": 0}
+        tokenizer = sum(n for k, n in t["log"]["finding_counts"].items() if k.startswith("tokenizer"))
+        skipped = ", ".join(c["name"] for c in t["checks"] if c["state"] == CheckState.NOT_RUN)
+        table.add_row(Text(printable(t["name"])), Text(printable(t["target"].get("url") or "")),
+                      Text(str(t["verdict"]), style=_STYLE.get(t["verdict"], "bold")),
+                      str(summary["requests"]), str(summary["ok"]), str(tokenizer), skipped or "–")
+    out.print(table)
+    for t in doc["targets"]:
+        for reason in t["reasons"]:
+            out.print(Text(printable(f"  {t['name']}: [{reason['code']}] {reason['message']}")))
+        for note in t["notes"]:
+            out.print(Text(printable(f"  {t['name']}: note: {note}"), style="dim"))
+    out.print(Text.assemble(Text(f"fleet {fleet.verdict}", style=_STYLE.get(fleet.verdict, "bold")),
+                            " — the worst of its targets"))
 
 
 def _ms(seconds: float | None) -> str:

@@ -43,10 +43,6 @@ _VERSION_TOKEN = re.compile(r"^v?(\d[0-9A-Za-z.+!\-]*)")
 _MARKERS = frozenset({"pytorch version", "vllm version", "python version", "os", "python platform"})
 
 
-def looks_like_collect_env(text: str) -> bool:
-    return any(_key(m.group(1)) in _MARKERS for m in map(_KEY_VALUE.match, text.splitlines()[:2000]) if m)
-
-
 def parse_collect_env(text: str) -> Snapshot:
     """A snapshot from collect-env text; raises UserInputError when the text is not such a report."""
     packages: dict[str, str] = {}

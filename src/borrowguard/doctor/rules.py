@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -13,9 +14,10 @@ from packaging.version import InvalidVersion, Version
 
 from borrowguard._switches import DISABLE_ENV, PLUGIN_NAME, allowed_by_vllm_plugins, is_on
 from borrowguard.doctor.snapshot import Snapshot, normalize_machine
-from borrowguard.knowledge import SEVERITIES, KnowledgeBase, Problem
+from borrowguard.knowledge import KnowledgeBase, Problem, Severity
+from borrowguard.knowledge.detect import server_condition
+from borrowguard.knowledge.model import jsonable
 
-_RANK = {severity: rank for rank, severity in enumerate(SEVERITIES)}
 MAX_EVIDENCE = 20
 
 
@@ -24,7 +26,7 @@ class Finding:
     """A known problem that applies to the environment, with the facts that made it fire."""
 
     id: str
-    severity: str
+    severity: Severity
     title: str
     evidence: tuple[str, ...]
     remedies: tuple[str, ...]
@@ -32,15 +34,7 @@ class Finding:
     explanation: str
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "severity": self.severity,
-            "title": self.title,
-            "evidence": list(self.evidence),
-            "remedies": list(self.remedies),
-            "references": list(self.references),
-            "explanation": self.explanation,
-        }
+        return jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass(frozen=True)
@@ -60,14 +54,14 @@ class Diagnosis:
     guard: GuardStatus
 
     @property
-    def worst(self) -> str | None:
+    def worst(self) -> Severity | None:
         return self.findings[0].severity if self.findings else None
 
     def exit_code(self, strict: bool = False) -> int:
         """0: nothing or info only; 1: warnings (2 with `strict`); 2: errors."""
-        if self.worst == "error":
+        if self.worst is Severity.ERROR:
             return 2
-        if self.worst == "warning":
+        if self.worst is Severity.WARNING:
             return 2 if strict else 1
         return 0
 
@@ -82,13 +76,21 @@ def diagnose(snapshot: Snapshot, kb: KnowledgeBase) -> Diagnosis:
     for problem in kb:
         if problem.detect is None:
             continue  # a log signature only: scan's business
-        evidence = _evaluate(problem.detect, snapshot, guard)
-        if evidence is None:
+        evaluated = _evaluate(problem.detect, snapshot, guard)
+        if evaluated is None:
             continue
+        evidence, unknown = evaluated
         severity = problem.severity
+        if unknown:
+            # The versions match but how the server runs is not known here: say what it depends on.
+            severity = Severity.INFO
+            evidence.append(
+                f"applies only if the server runs with {', '.join(unknown)} as the rule says; not known here "
+                "(borrowguard doctor --log SERVER.LOG reads it from the server's start-up lines)"
+            )
         lowered = problem.detect.get("guarded_severity")
         if lowered and guard.active and lowered != severity:
-            severity = lowered
+            severity = Severity(lowered)
             evidence.append(f"severity lowered to {lowered}: {guard.reason}")
         remedies = problem.remedies
         if lowered and not guard.active:
@@ -96,7 +98,7 @@ def diagnose(snapshot: Snapshot, kb: KnowledgeBase) -> Diagnosis:
             if guard.remedy:
                 remedies = (guard.remedy, *remedies)
         findings.append(_finding(problem, severity, evidence, remedies))
-    findings.sort(key=lambda f: (-_RANK[f.severity], f.id))
+    findings.sort(key=lambda f: (-f.severity.rank, f.id))
     return Diagnosis(snapshot, tuple(findings), guard)
 
 
@@ -118,17 +120,41 @@ def guard_status(snapshot: Snapshot) -> GuardStatus:
             "(other servers: `borrowguard run -- ...` or borrowguard.install())",
         )
     if not allowed_by_vllm_plugins(plugins):
-        listed = [p.strip() for p in (plugins or "").split(",") if p.strip()]
-        return GuardStatus(
-            False,
-            f"VLLM_PLUGINS={plugins!r} does not list {PLUGIN_NAME}, so vLLM skips the plugin",
-            f"export VLLM_PLUGINS={','.join([*listed, PLUGIN_NAME])}",
-        )
+        return _plugins_status(plugins or "")
     allowed = "VLLM_PLUGINS unset" if plugins is None else f"VLLM_PLUGINS={plugins!r} lists it"
     return GuardStatus(True, f"borrowguard's vLLM plugin is registered ({allowed}) and not disabled")
 
 
-def _finding(problem: Problem, severity: str, evidence: list[str], remedies: tuple[str, ...]) -> Finding:
+def _plugins_status(plugins: str) -> GuardStatus:
+    """VLLM_PLUGINS is set and vLLM will skip the plugin: why, and the value that lists it. When it lists
+    the name with blanks, quotes or another case (vLLM compares names exactly), the fix is to write it
+    as vLLM reads it, not to add it a second time."""
+    names = [p.strip().strip("'\"").strip() for p in plugins.split(",")]
+    near = [raw for raw, name in zip(plugins.split(","), names) if name.lower() == PLUGIN_NAME]
+    fixed = list(dict.fromkeys(PLUGIN_NAME if n.lower() == PLUGIN_NAME else n for n in names if n))
+    if not near:
+        return GuardStatus(
+            False,
+            f"VLLM_PLUGINS={plugins!r} does not list {PLUGIN_NAME}, so vLLM skips the plugin",
+            f"export VLLM_PLUGINS={shlex.quote(','.join([*fixed, PLUGIN_NAME]))}",
+        )
+    raw = near[0]
+    bare = raw.strip().strip("'\"").strip()
+    fixes = [
+        *(["remove the blanks around it"] if raw != raw.strip() else []),
+        *(["remove the quotes"] if raw.strip() != raw.strip().strip("'\"") else []),
+        *(["write it in lower case"] if bare != PLUGIN_NAME else []),
+    ]
+    return GuardStatus(
+        False,
+        f"VLLM_PLUGINS={plugins!r} does not list {PLUGIN_NAME} exactly: it has {raw!r}, and vLLM compares "
+        "names as written (blanks, quotes and case included), so it skips the plugin",
+        f"export VLLM_PLUGINS={shlex.quote(','.join(fixed))}   # {PLUGIN_NAME} is already listed, as "
+        f"{raw!r}: {', '.join(fixes)} (vLLM reads the names exactly as written); do not add it again",
+    )
+
+
+def _finding(problem: Problem, severity: Severity, evidence: list[str], remedies: tuple[str, ...]) -> Finding:
     if len(evidence) > MAX_EVIDENCE:
         evidence = [*evidence[:MAX_EVIDENCE], f"... and {len(evidence) - MAX_EVIDENCE} more"]
     return Finding(
@@ -142,17 +168,28 @@ def _finding(problem: Problem, severity: str, evidence: list[str], remedies: tup
     )
 
 
-def _evaluate(detect: Mapping[str, Any], snap: Snapshot, guard: GuardStatus) -> list[str] | None:
-    """The evidence when every condition holds, None as soon as one does not (or cannot be known)."""
+def _evaluate(
+    detect: Mapping[str, Any], snap: Snapshot, guard: GuardStatus
+) -> tuple[list[str], list[str]] | None:
+    """(evidence, server facts the rule needs that are not known) when every condition holds (or, for
+    server facts, cannot be told); None as soon as one does not hold or cannot be known."""
     evidence: list[str] = []
+    unknown: list[str] = []
     for key, value in detect.items():
         if key in ("guarded_severity", "fallback"):
+            continue
+        if key == "server":
+            server = server_condition(detect, snap.server)
+            if server is None:
+                return None
+            evidence.extend(server[0])
+            unknown.extend(server[1])
             continue
         lines = _CONDITIONS[key](value, snap, guard, detect)
         if lines is None:
             return None
         evidence.extend(lines)
-    return evidence
+    return evidence, unknown
 
 
 def _in(version: str | None, spec: str) -> bool:

@@ -98,12 +98,38 @@ class Snapshot:
     env: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     borrowguard_version: str | None = None
+    server: Mapping[str, Any] = field(default_factory=dict)
+    """How the server runs (vLLM's start-up facts such as renderer_num_workers, from `doctor --log`);
+    empty when not known."""
 
     def version(self, package: str) -> str | None:
         return self.packages.get(canonicalize_name(package))
 
     def knows(self, package: str) -> bool:
         return canonicalize_name(package) in self.packages
+
+    @property
+    def lacks(self) -> tuple[str, ...]:
+        """What a verdict needs and this snapshot does not say; empty when it says enough. With neither
+        the transformers nor the tokenizers version (a collect-env paste cut short, a hand-made snapshot)
+        whether the tokenizer race applies cannot be told, so "no known problem" would be a guess.
+        (`collect` always knows both, installed or not; a vLLM report lists transformers.)"""
+        needed = ("transformers", "tokenizers")
+        return () if any(self.knows(name) for name in needed) else needed
+
+    def lacks_note(self) -> str | None:
+        """The note that says what is missing, or None."""
+        if not self.lacks:
+            return None
+        # collect-env's package list ("Versions of relevant libraries") comes after the system, GPU and
+        # CPU sections: a paste without any package but those named in its header lines was cut before it.
+        listed = set(self.packages) - {"torch", "vllm"}
+        where = "no package list at all" if not listed else "no '[pip3] transformers==...' line"
+        return (
+            f"incomplete: no {' or '.join(self.lacks)} version ({where}: a collect-env paste cut short?), "
+            "so whether the tokenizer race applies cannot be told; give the whole report, or run "
+            "`borrowguard doctor --capture > env.json` on that machine"
+        )
 
     def with_notes(self, *notes: str) -> Snapshot:
         return replace(self, notes=(*self.notes, *notes)[:MAX_NOTES])
@@ -123,6 +149,7 @@ class Snapshot:
             "guard": {"plugin_registered": self.plugin_registered},
             "env": dict(sorted(self.env.items())),
             "notes": list(self.notes),
+            "server": dict(self.server),
         }
 
     @classmethod
@@ -163,6 +190,7 @@ class Snapshot:
             plugin_registered=r.opt_bool("guard", "plugin_registered"),
             env=MappingProxyType(redact_env({k: v for k, v in env.items() if _ENV_NAME.fullmatch(k)})),
             notes=tuple(r.str_list("notes", MAX_NOTES)),
+            server=MappingProxyType(r.server()),
         )
 
 
@@ -227,6 +255,19 @@ class _Reader:
         if len(value) > limit:
             raise self._error((key,), f"has {len(value)} entries; at most {limit} are accepted")
         return [clean(v) for v in value]
+
+    def server(self) -> dict[str, Any]:
+        value = self._get("server")
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping) or len(value) > 20:
+            raise self._error(("server",), "must be an object of server facts")
+        out: dict[str, Any] = {}
+        for name, item in value.items():
+            if isinstance(item, bool) or not isinstance(item, (int, str)):
+                raise self._error(("server", name), "must be a number or a string")
+            out[clean(str(name), 60)] = clean(item) if isinstance(item, str) else item
+        return out
 
     def requires(self) -> dict[str, tuple[str, ...]]:
         value = self._get("requires")

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import BinaryIO
 
 from borrowguard.doctor.collect_env import parse_collect_env
@@ -59,3 +61,23 @@ def _read_capped(stream: BinaryIO, name: str) -> bytes:
             "is far smaller, so it is not read"
         )
     return data
+
+
+def with_server_log(snapshot: Snapshot, path: str) -> Snapshot:
+    """`snapshot` plus how the server runs, read from the start-up lines of its log (vLLM's version,
+    non-default arguments, engine config): what rules with a `server` condition need. The log's vLLM
+    version is used when the snapshot does not know one (doctor run away from the server)."""
+    from borrowguard.scan import scan_paths  # the scan machinery only when a log is given
+
+    config = scan_paths([path]).server
+    if config is None:
+        return snapshot.with_notes(f"{path}: no server start-up lines found (server conditions stay unknown)")
+    facts = config.facts()
+    version = facts.pop("vllm_version", None)
+    facts.pop("model", None)
+    packages = dict(snapshot.packages)
+    notes = [f"server facts from {path}: " + (", ".join(f"{k}={v}" for k, v in facts.items()) or "none")]
+    if version and not snapshot.version("vllm"):
+        packages["vllm"] = version
+        notes.append(f"vllm {version} taken from {path} (not installed here)")
+    return replace(snapshot, server=MappingProxyType(facts), packages=MappingProxyType(packages)).with_notes(*notes)

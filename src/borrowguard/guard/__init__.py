@@ -78,13 +78,23 @@ def install() -> None:
         for sub in subclasses(base):
             _patch_methods(sub)
         # transformers imports model tokenizer modules lazily: classes defined later get the same treatment.
-        _set(base, "__init_subclass__", classmethod(_on_subclass))
+        _set(base, "__init_subclass__", _subclass_hook(base))
 
 
-def _on_subclass(cls: type, **kwargs: Any) -> None:
-    with _lock:
-        if _patched:
-            _patch_methods(cls)
+def _subclass_hook(base: type) -> classmethod:
+    """`base.__init_subclass__` that guards each new subclass, after whatever `base` itself did there."""
+    previous = base.__dict__.get("__init_subclass__")  # a classmethod when the class defines one
+
+    def hook(cls: type, **kwargs: Any) -> None:
+        if previous is not None:
+            previous.__get__(None, cls)(**kwargs)
+        else:
+            super(base, cls).__init_subclass__(**kwargs)  # type: ignore[misc]
+        with _lock:
+            if _patched:
+                _patch_methods(cls)
+
+    return classmethod(hook)
 
 
 def uninstall() -> None:

@@ -6,7 +6,19 @@ kb = load("my-rules.toml")        # plus a user's file: new ids add, same ids re
 kb.get("tokenizers-borrow-race").remedies
 """
 
-from borrowguard.knowledge.detect import CHECKS, SEVERITIES
+from borrowguard.knowledge.detect import CHECKS
 from borrowguard.knowledge.loader import BUNDLED_RULES, KnowledgeBase, KnowledgeError, Problem, load
+from borrowguard.knowledge.model import CONFIDENCES, SEVERITIES, Confidence, Severity
 
-__all__ = ["BUNDLED_RULES", "CHECKS", "SEVERITIES", "KnowledgeBase", "KnowledgeError", "Problem", "load"]
+__all__ = [
+    "BUNDLED_RULES",
+    "CHECKS",
+    "CONFIDENCES",
+    "SEVERITIES",
+    "Confidence",
+    "KnowledgeBase",
+    "KnowledgeError",
+    "Problem",
+    "Severity",
+    "load",
+]

@@ -11,7 +11,8 @@ from types import MappingProxyType
 from typing import Any
 
 from borrowguard.errors import UserInputError
-from borrowguard.knowledge.detect import SEVERITIES, validate_detect
+from borrowguard.knowledge.detect import validate_detect
+from borrowguard.knowledge.model import SEVERITIES, Severity
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -36,7 +37,7 @@ class Problem:
 
     id: str
     title: str
-    severity: str
+    severity: Severity
     explanation: str
     remedies: tuple[str, ...] = ()
     references: tuple[str, ...] = ()
@@ -158,7 +159,7 @@ def _problem(entry: Any, where: str) -> Problem:
     return Problem(
         id=rule_id,
         title=entry["title"].strip(),
-        severity=entry["severity"],
+        severity=Severity(entry["severity"]),
         explanation=entry["explanation"].strip(),
         remedies=_strings(entry, "remedies", fail),
         references=_strings(entry, "references", fail),

@@ -1,51 +1,51 @@
 """Compile and validate the `[[problem.signature]]` tables of the knowledge base (used by `borrowguard scan`).
 
-A signature table has these fields (each a list of Python regular expressions, or one string):
+A signature table has these fields (regular expressions are Python's; a list may be one string):
 
-    message = [...]   a log line whose message matches any of these is an occurrence
-    frames  = [...]   traceback lines that match these in order, within one traceback, are an occurrence;
-                      this catches excerpts cut off before the exception line
-    raises  = [...]   exception lines that, after `frames`, confirm the problem (besides `message`);
-                      a traceback whose exception line matches neither is not this problem
-    exclude = [...]   near misses: a line (or a traceback's exception line) matching any never counts
-    anchors = [...]   optional literals (not regexes) that every line matching `message` or the first
-                      `frames` regex contains; checked. Shared anchors make the bulk scan faster
+    message = [...]    a log line whose message matches any of these is an occurrence
+    frames  = [...]    traceback lines that match these in order, within one traceback, are an occurrence;
+                       this catches excerpts cut off before the exception line
+    raises  = [...]    exception lines that, after `frames`, confirm the problem (besides `message`);
+                       a traceback whose exception line matches neither is not this problem
+    exclude = [...]    near misses: a line (or a traceback's exception line) matching any never counts
+    stall   = [...]    a hang: the log ends (within `stall_lines` lines) after a line matching one of these,
+    resume  = [...]    with no line matching `resume` after it; one occurrence, at the stall line
+    anchors = [...]    literals (not regexes), required: every line that matches a `message`, the first
+                       `frames`, a `stall` or a `resume` regex contains at least one of them
+    confidence = "high" | "medium" | "low"   of an occurrence confirmed by its line (default high)
+    when_cut   = "medium" | "low" | "none"   of a `frames` occurrence cut before its exception line
+                                             (default: one step below `confidence`; "none": not counted)
+    detail     = "..."                       a fixed detail for every occurrence (else the regex's
+                                             named group `detail`, counted per value)
+    startup    = "ignore"                    occurrences while the server is starting up do not count
 
-A named group `detail` in a `message` regex is counted per value (e.g. the HTTP status).
-
-Every `message` regex and the first `frames` regex must contain a literal of at least 4 characters that any
-match includes (its anchor): the scanner looks for anchors with fast substring search and runs the regexes
-only on lines that contain one, which is what lets it read gigabytes of log. A regex whose anchor is short
-(likely common, like `HTTP/` on every access-log line) and that only uses ASCII literals and classes is
-searched as a whole instead (a probe): the same bytes match, at regex speed, without visiting every line.
-Case-insensitive and nested unbounded patterns are refused (they defeat the anchors or backtrack
-catastrophically on hostile lines).
+The anchors are what lets the scanner read gigabytes: it looks for them with fast substring search and
+parses only the lines that contain one. The loader checks that they are there and usable; the test suite
+checks, on every fixture log, that no line matches a regex without containing one of its anchors. A
+signature whose anchors are short (likely common, like `" 4` where `HTTP/` is on every access-log line)
+and whose regexes only use ASCII literals and classes is searched as a whole instead (a probe): the same
+bytes match, at regex speed. Case-insensitive and nested unbounded patterns are refused (they defeat the
+anchors or backtrack catastrophically on hostile lines).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, AnyStr
 
 from borrowguard.knowledge.loader import KnowledgeBase, KnowledgeError
+from borrowguard.knowledge.model import Confidence, Severity
 
-try:  # the regex parser moved in 3.11; both are stdlib
-    import re._parser as _sre_parse  # type: ignore[import-not-found]
-    from re._constants import MAXREPEAT as _MAXREPEAT  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
-    from sre_constants import MAXREPEAT as _MAXREPEAT  # type: ignore[no-redef]
-
-FIELDS = ("message", "frames", "raises", "exclude", "anchors")
-MIN_ANCHOR = 4
-MIN_DECLARED = 3
-"""Declared anchors may be shorter: the author knows `" 4` is rare in logs where `HTTP/` is everywhere."""
+PATTERN_FIELDS = ("message", "frames", "raises", "exclude", "stall", "resume")
+FIELDS = (*PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup")
+MIN_ANCHOR = 3
 PROBE_BELOW = 8
-"""An anchor shorter than this is presumed common in healthy logs; see `probes`."""
+"""An anchor shorter than this is presumed common in healthy logs; see the module doc."""
 MAX_PATTERN = 400
 """Longer patterns are refused: real signatures are one short phrase; a huge one is a mistake or an attack."""
+DEFAULT_STALL_LINES = 50
 
 
 @dataclass(frozen=True)
@@ -53,23 +53,32 @@ class Signature:
     """One compiled `[[problem.signature]]` table of problem `problem_id`."""
 
     problem_id: str
-    severity: str
+    severity: Severity
     index: int
     message: tuple[re.Pattern[str], ...] = ()
     frames: tuple[re.Pattern[str], ...] = ()
     raises: tuple[re.Pattern[str], ...] = ()
     exclude: tuple[re.Pattern[str], ...] = ()
+    stall: tuple[re.Pattern[str], ...] = ()
+    resume: tuple[re.Pattern[str], ...] = ()
     anchors: tuple[str, ...] = ()
-    """Literals of which every line that can start an occurrence contains at least one."""
-    find_anchors: tuple[str, ...] = ()
-    """`anchors` less those of the patterns searched as probes: for one substring search per anchor."""
+    """Literals of which every line that can start (or, for stalls, resume) an occurrence contains one."""
+    confidence: Confidence = Confidence.HIGH
+    when_cut: Confidence | None = Confidence.MEDIUM
+    stall_lines: int = DEFAULT_STALL_LINES
+    detail: str | None = None
+    ignore_startup: bool = False
     probes: tuple[str, ...] = ()
-    """Regexes searched over raw bytes instead of their anchors (see the module doc)."""
-    message_anchors: tuple[str, ...] = ()
-    """Literals of which every line matching `message` contains one: a cheap pre-check per line."""
+    """Regexes searched over raw bytes instead of their (short) anchors when no multi-pattern matcher is
+    installed; `find_anchors` is then empty."""
+    find_anchors: tuple[str, ...] = ()
 
     def excluded(self, text: str) -> bool:
         return any(p.search(text) for p in self.exclude)
+
+    def starters(self) -> tuple[re.Pattern[str], ...]:
+        """The regexes whose lines the anchors must cover."""
+        return (*self.message, *self.frames[:1], *self.stall, *self.resume)
 
 
 def compile_signatures(kb: KnowledgeBase) -> tuple[Signature, ...]:
@@ -88,59 +97,42 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
     for name in raw:
         if name not in FIELDS:
             raise KnowledgeError(f"{where}: field {name!r} is not a known field (known: {', '.join(FIELDS)})")
-    fields = {name: _patterns(raw.get(name, ()), f"{where}: field {name!r}") for name in FIELDS[:4]}
-    if not fields["message"] and not fields["frames"]:
-        raise KnowledgeError(f"{where}: needs 'message' or 'frames' (or both)")
+    fields = {name: _patterns(raw.get(name, ()), f"{where}: field {name!r}") for name in PATTERN_FIELDS}
+    if not (fields["message"] or fields["frames"] or fields["stall"]):
+        raise KnowledgeError(f"{where}: needs 'message', 'frames' or 'stall'")
     if fields["raises"] and not fields["frames"]:
         raise KnowledgeError(f"{where}: field 'raises' only applies together with 'frames'")
-    declared = _declared_anchors(raw.get("anchors"), f"{where}: field 'anchors'")
-    anchors: list[str] = []
-    find_anchors: list[str] = []
-    probes: list[str] = []
-    message_anchors: list[str] = []
-    for name, patterns in (("message", fields["message"]), ("frames", fields["frames"][:1])):
-        for i, pattern in enumerate(patterns):
-            item = f"{where}: field {name!r} item {i + 1} ({pattern.pattern!r})"
-            tree = _sre_parse.parse(pattern.pattern)
-            options = _options(tree)
-            best = max(options, key=_score) if options else None
-            if best is None or _score(best)[0] < MIN_ANCHOR:
-                raise KnowledgeError(
-                    f"{item} has no literal of {MIN_ANCHOR}+ characters that every match contains; "
-                    "add one (it is the scan's anchor)"
-                )
-            if name == "message":
-                message_anchors.extend(best)
-            mine = tuple(best)
-            if declared:
-                if not any(all(any(a in o for a in declared) for o in opt) for opt in options):
-                    raise KnowledgeError(f"{item}: a match need not contain any of the declared anchors")
-                mine = declared
-            anchors.extend(mine)
-            if _score(best)[0] < PROBE_BELOW and _bytes_safe(tree):
-                probes.append(pattern.pattern)
-            else:
-                find_anchors.extend(mine)
+    if fields["resume"] and not fields["stall"]:
+        raise KnowledgeError(f"{where}: field 'resume' only applies together with 'stall'")
+    anchors = _declared_anchors(raw.get("anchors"), f"{where}: field 'anchors'")
+    confidence = _confidence(raw.get("confidence", "high"), f"{where}: field 'confidence'")
+    when_cut = _when_cut(raw.get("when_cut"), confidence, f"{where}: field 'when_cut'")
+    starters = (*fields["message"], *fields["frames"][:1], *fields["stall"], *fields["resume"])
+    probe = min(len(a) for a in anchors) < PROBE_BELOW and all(bytes_safe(p.pattern) for p in starters)
     return Signature(
         problem_id=problem_id,
-        severity=severity,
+        severity=Severity(severity),
         index=index,
-        anchors=tuple(dict.fromkeys(anchors)),
-        find_anchors=tuple(dict.fromkeys(find_anchors)),
-        probes=tuple(dict.fromkeys(probes)),
-        message_anchors=tuple(dict.fromkeys(message_anchors)),
+        anchors=anchors,
+        confidence=confidence,
+        when_cut=when_cut,
+        stall_lines=_positive_int(raw.get("stall_lines", DEFAULT_STALL_LINES), f"{where}: field 'stall_lines'"),
+        detail=_optional_text(raw.get("detail"), f"{where}: field 'detail'"),
+        ignore_startup=_startup(raw.get("startup"), f"{where}: field 'startup'"),
+        probes=tuple(p.pattern for p in starters) if probe else (),
+        find_anchors=() if probe else anchors,
         **fields,
     )
 
 
-def _declared_anchors(value: Any, where: str) -> tuple[str, ...]:
-    if value is None:
-        return ()
-    if isinstance(value, str):
-        value = (value,)
-    if not isinstance(value, Sequence) or not all(isinstance(v, str) and len(v) >= MIN_DECLARED for v in value):
-        raise KnowledgeError(f"{where} must be a list of literal strings of {MIN_DECLARED}+ characters")
-    return tuple(value)
+def unmatched_lines(sig: Signature, lines: Iterable[str]) -> Iterator[str]:
+    """Lines that one of `sig`'s starting regexes matches although they contain none of its anchors: each
+    one is a line the bulk scan would skip, so the anchors are wrong (the test suite runs this on every
+    fixture log)."""
+    starters = sig.starters()
+    for line in lines:
+        if any(p.search(line) for p in starters) and not any(a in line for a in sig.anchors):
+            yield line
 
 
 def minimal_anchors(anchors: Iterable[AnyStr]) -> tuple[AnyStr, ...]:
@@ -152,6 +144,50 @@ def minimal_anchors(anchors: Iterable[AnyStr]) -> tuple[AnyStr, ...]:
         if not any(k in anchor for k in kept):
             kept.append(anchor)
     return tuple(kept)
+
+
+def _declared_anchors(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = (value,)
+    if not isinstance(value, Sequence) or not value:
+        raise KnowledgeError(f"{where} is required: the literals every matching line contains")
+    for anchor in value:
+        if not isinstance(anchor, str) or len(anchor) < MIN_ANCHOR or "\n" in anchor:
+            raise KnowledgeError(f"{where} must be a list of literal strings of {MIN_ANCHOR}+ characters")
+    return tuple(dict.fromkeys(value))
+
+
+def _confidence(value: Any, where: str) -> Confidence:
+    try:
+        return Confidence(value)
+    except ValueError:
+        raise KnowledgeError(f"{where} must be one of {', '.join(c.value for c in Confidence)}") from None
+
+
+def _when_cut(value: Any, confidence: Confidence, where: str) -> Confidence | None:
+    if value is None:
+        return confidence.lower()
+    if value == "none":
+        return None
+    return _confidence(value, where)
+
+
+def _positive_int(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 < value <= 100_000:
+        raise KnowledgeError(f"{where} must be a whole number of lines from 1 to 100000")
+    return value
+
+
+def _optional_text(value: Any, where: str) -> str | None:
+    if value is not None and (not isinstance(value, str) or not value.strip() or len(value) > 200):
+        raise KnowledgeError(f"{where} must be a short non-empty string")
+    return value
+
+
+def _startup(value: Any, where: str) -> bool:
+    if value not in (None, "ignore", "count"):
+        raise KnowledgeError(f'{where} must be "ignore" or "count"')
+    return value == "ignore"
 
 
 def _patterns(value: Any, where: str) -> tuple[re.Pattern[str], ...]:
@@ -170,8 +206,7 @@ def _patterns(value: Any, where: str) -> tuple[re.Pattern[str], ...]:
             raise KnowledgeError(f"{item} ({text!r}) is not a valid regular expression: {exc}") from None
         if pattern.flags & re.IGNORECASE or "(?i" in text:
             raise KnowledgeError(f"{item} ({text!r}) is case-insensitive; spell the case out")
-        nested = _nested_unbounded(_sre_parse.parse(text))
-        if nested:
+        if nested_unbounded(text):
             raise KnowledgeError(
                 f"{item} ({text!r}) nests unbounded repetitions, which can backtrack catastrophically on "
                 "hostile lines; bound the inner one (e.g. {0,64})"
@@ -180,139 +215,87 @@ def _patterns(value: Any, where: str) -> tuple[re.Pattern[str], ...]:
     return tuple(compiled)
 
 
-# ---- regex analysis on the stdlib parser's tree ------------------------------------------------
+# ---- a small reading of regex syntax (no CPython internals) --------------------------------------
+# Enough to tell two things about a pattern that already compiled: whether an unbounded repetition
+# sits inside another one, and whether the pattern matches bytes exactly as it matches text.
 
-_REPEATS = {"MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"}
+_QUANT = re.compile(r"[*+?]|\{\d*(?:,\d*)?\}")
+_CLASS = re.compile(r"\[\^?\]?(?:\\.|[^\]\\])*\]")
 
 
-def _nested_unbounded(tree: Any, inside: bool = False) -> bool:
-    for op, av in tree:
-        name = str(op)
-        if name in _REPEATS:
-            _low, high, sub = av
-            unbounded = high == _MAXREPEAT
-            if unbounded and inside:
-                return True
-            if _nested_unbounded(sub, inside or unbounded):
-                return True
-        elif name in {"SUBPATTERN", "ATOMIC_GROUP"}:
-            if _nested_unbounded(av[-1], inside):
-                return True
-        elif name == "BRANCH":
-            if any(_nested_unbounded(b, inside) for b in av[1]):
-                return True
-        elif name in {"ASSERT", "ASSERT_NOT"} and _nested_unbounded(av[1], inside):
-            return True
+def _tokens(pattern: str) -> Iterator[tuple[str, str]]:
+    """(kind, text): kinds lit, esc, class, open, close, quant, alt, dot, edge."""
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "\\":
+            yield "esc", pattern[i : i + 2]
+            i += 2
+        elif ch == "[":
+            m = _CLASS.match(pattern, i)
+            end = m.end() if m else n
+            yield "class", pattern[i:end]
+            i = end
+        elif ch == "(":
+            m = re.compile(r"\((?:\?(?:P<\w+>|[:=!>]|<[=!]|[a-zA-Z]+[:)]))?").match(pattern, i)
+            end = m.end() if m else i + 1
+            yield "open", pattern[i:end]
+            i = end
+        elif ch in "*+?{":
+            m = _QUANT.match(pattern, i)
+            end = m.end() if m else i + 1
+            if end < n and pattern[end] in "?+":  # lazy or possessive
+                end += 1
+            yield ("quant" if m else "lit"), pattern[i:end]
+            i = end
+        else:
+            kind = {")": "close", "|": "alt", ".": "dot", "^": "edge", "$": "edge"}.get(ch, "lit")
+            yield kind, ch
+            i += 1
+
+
+def _unbounded(quant: str) -> bool:
+    q = quant.rstrip("?+") or quant
+    return q in ("*", "+") or (q.startswith("{") and q.rstrip("}").endswith(","))
+
+
+def nested_unbounded(pattern: str) -> bool:
+    """True when an unbounded repetition (`*`, `+`, `{n,}`) applies to a group that itself contains one."""
+    stack = [False]  # per open group: does it contain an unbounded repetition?
+    last_group: bool | None = None  # the group just closed, while a quantifier may still follow
+    for kind, text in _tokens(pattern):
+        if kind == "quant":
+            if _unbounded(text):
+                if last_group:
+                    return True
+                stack[-1] = True
+            last_group = None
+            continue
+        last_group = None
+        if kind == "open":
+            stack.append(False)
+        elif kind == "close" and len(stack) > 1:
+            inner = stack.pop()
+            stack[-1] = stack[-1] or inner
+            last_group = inner
     return False
 
 
-def required_literals(pattern: str) -> tuple[str, ...] | None:
-    """Literals such that every match of `pattern` contains at least one of them (the fewest, longest
-    ones found), or None when there are none of MIN_ANCHOR+ characters."""
-    options = _options(_sre_parse.parse(pattern))
-    best = max(options, key=_score) if options else None
-    if best is None or _score(best)[0] < MIN_ANCHOR:
-        return None
-    return tuple(sorted(best))
-
-
-def _score(option: frozenset[str]) -> tuple[int, int, int]:
-    # Longest shortest member, then fewest members, then fewer spaces ("borrowed" over "Already ").
-    return (min(len(s) for s in option), -len(option), -sum(s.count(" ") for s in option))
-
-
-def _options(tree: Any) -> list[frozenset[str]]:
-    """Every way found to say "a match contains one of these literals": each option alone is sound."""
-    options: list[frozenset[str]] = []
-    run: list[str] = []
-
-    def end_run() -> None:
-        if run:
-            options.append(frozenset({"".join(run)}))
-            run.clear()
-
-    for op, av in tree:
-        name = str(op)
-        if name == "LITERAL":
-            run.append(chr(av))
-            continue
-        if run:
-            # "ab" then [cd] or (c|d)...: every match also contains "abc" or "abd"
-            firsts = _first_literals(op, av)
-            if firsts:
-                options.append(frozenset("".join(run) + f for f in firsts))
-        end_run()
-        if name == "SUBPATTERN":
-            options.extend(_options(av[-1]))
-        elif name in _REPEATS and av[0] >= 1:
-            options.extend(_options(av[2]))
-        elif name == "BRANCH":
-            per_branch = [_options(b) for b in av[1]]
-            if all(per_branch):
-                options.append(frozenset().union(*(max(b, key=_score) for b in per_branch)))
-    end_run()
-    return options
-
-
-def _first_literals(op: Any, av: Any) -> frozenset[str] | None:
-    """The few characters a match of this item can start with, when it can only start with a literal."""
-    name = str(op)
-    if name == "LITERAL":
-        return frozenset(chr(av))
-    if name == "IN":
-        chars: set[str] = set()
-        for cop, cav in av:
-            if str(cop) == "LITERAL":
-                chars.add(chr(cav))
-            elif str(cop) == "RANGE" and cav[1] - cav[0] < 8:
-                chars.update(chr(c) for c in range(cav[0], cav[1] + 1))
-            else:
-                return None
-        return frozenset(chars) if 0 < len(chars) <= 8 else None
-    if name == "SUBPATTERN" and len(av[-1]):
-        return _first_literals(*av[-1][0])
-    if name in _REPEATS and av[0] >= 1 and len(av[2]):
-        return _first_literals(*av[2][0])
-    if name == "BRANCH":
-        parts = [_first_literals(*b[0]) if len(b) else None for b in av[1]]
-        if all(parts):
-            union = frozenset().union(*parts)  # type: ignore[arg-type]
-            return union if len(union) <= 8 else None
-    return None
-
-
-_SAFE = {"LITERAL", "IN", "SUBPATTERN", "BRANCH", *_REPEATS}
-
-
-def _bytes_safe(tree: Any) -> bool:
-    """True when the regex matches the UTF-8 bytes of any text it matches: only ASCII literals and
-    classes of ASCII literals and ranges (no `.`, no \\d or \\S, no negation, no ^ $ \\b), starting with a
-    literal so that the stdlib searches it by its prefix."""
-    items = list(tree)
-    if not items or str(items[0][0]) != "LITERAL":
+def bytes_safe(pattern: str) -> bool:
+    """True when the regex matches the UTF-8 bytes of any text it matches: ASCII literals, classes of
+    ASCII literals and ranges, plain and named groups, bounded or unbounded repeats; no `.`, no `\\d`-style
+    classes, no `^`/`$`/`\\b`, no negated classes; and it starts with a literal, so that the search skips
+    ahead by that byte."""
+    tokens = list(_tokens(pattern))
+    if not tokens or tokens[0][0] != "lit":
         return False
-    return _ascii_only(items)
-
-
-def _ascii_only(items: Any) -> bool:
-    for op, av in items:
-        name = str(op)
-        if name not in _SAFE:
+    for kind, text in tokens:
+        if not text.isascii() or kind in ("dot", "edge"):
             return False
-        if name == "LITERAL" and av > 0x7F:
+        if kind == "esc" and text[1:].isalnum():
             return False
-        if name == "IN":
-            for cop, cav in av:
-                cname = str(cop)
-                if cname == "LITERAL" and cav <= 0x7F:
-                    continue
-                if cname == "RANGE" and cav[1] <= 0x7F:
-                    continue
-                return False
-        if name == "SUBPATTERN" and not _ascii_only(av[-1]):
+        if kind == "class" and (text.startswith("[^") or re.search(r"\\[A-Za-z0-9]", text)):
             return False
-        if name in _REPEATS and not _ascii_only(av[2]):
-            return False
-        if name == "BRANCH" and not all(_ascii_only(b) for b in av[1]):
+        if kind == "open" and text not in ("(", "(?:") and not text.startswith("(?P<"):
             return False
     return True

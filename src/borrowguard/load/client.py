@@ -15,7 +15,8 @@ from typing import Any
 
 import aiohttp
 
-from borrowguard.load.scenarios import BuiltRequest
+from borrowguard.load.faults import Fault, MismatchKind, blame
+from borrowguard.load.scenarios import BuiltRequest, Endpoint
 from borrowguard.load.sse import SSEError, SSEParser
 
 MAX_BODY = 16 << 20  # a non-streamed answer larger than this is a broken server, not a chat completion
@@ -44,6 +45,11 @@ class Outcome:
     message: str | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    endpoint: str = "/v1/chat/completions"
+    scale: float = 1.0  # the ContextFit scale the request was built at
+    retried: bool = False  # sent again once: its first connection had been closed by the server
+    fault: Fault | None = None  # for a failed request: whose fault (see load.faults)
+    mismatch: MismatchKind | None = None  # for a workload fault: which mismatch
 
     @property
     def ok(self) -> bool:
@@ -83,8 +89,11 @@ class ChatClient:
     async def __aenter__(self) -> ChatClient:
         connector = aiohttp.TCPConnector(limit=self._concurrency + 4, limit_per_host=0, ttl_dns_cache=300)
         # Per-request timeouts are applied by `send`; the session itself never gives up on its own.
+        reuse = aiohttp.TraceConfig()
+        reuse.on_connection_reuseconn.append(_mark_reused)
         self._session = aiohttp.ClientSession(
-            connector=connector, timeout=aiohttp.ClientTimeout(total=None), headers=self._headers
+            connector=connector, timeout=aiohttp.ClientTimeout(total=None), headers=self._headers,
+            trace_configs=[reuse],
         )
         return self
 
@@ -99,40 +108,62 @@ class ChatClient:
             raise RuntimeError("ChatClient used outside `async with`")
         return self._session
 
-    async def get_json(self, path: str, timeout: float = 10.0) -> tuple[int, Any]:
-        """GET a small JSON document (/v1/models); (status, parsed body or None). Raises aiohttp errors."""
-        async with self.session.get(
-            self.base_url + path, timeout=aiohttp.ClientTimeout(total=timeout)
-        ) as resp:
-            raw = await _read_bounded(resp, MAX_ERROR_BODY * 16)
-            try:
-                return resp.status, json.loads(raw)
-            except ValueError:
-                return resp.status, None
-
     async def send(self, request: BuiltRequest) -> Outcome:
         plan = request.plan
         started = time.perf_counter()
-        out = Outcome(plan.scenario, plan.repeat_key, plan.truncate, start=started - self.t0)
+        out = Outcome(
+            plan.scenario, plan.repeat_key, plan.truncate, start=started - self.t0,
+            endpoint=request.path, scale=request.scale,
+        )
+        connection: dict[str, bool] = {}
+        stale = await self._attempt(request, out, started, self.timeout, connection)
+        if stale:
+            # A server that closes a keep-alive connection after an error answer (vLLM does, after each
+            # exception) makes the next request written on it fail before any byte of answer: that request
+            # never reached the server. Send it once more, on a fresh connection, as HTTP clients do.
+            out.error = out.message = None
+            out.retried = True
+            remaining = self.timeout - (time.perf_counter() - started)
+            await self._attempt(request, out, started, remaining, {})
+        out.latency = time.perf_counter() - started
+        if not out.ok:
+            verdict = blame(out.status, out.message)
+            out.fault, out.mismatch = verdict.fault, verdict.mismatch
+        return out
+
+    async def _attempt(
+        self, request: BuiltRequest, out: Outcome, started: float, timeout: float, connection: dict[str, bool]
+    ) -> bool:
+        """One try; True when it failed on a reused connection the server had already closed, before any
+        answer (worth one retry: the request never reached the server)."""
         try:
-            await asyncio.wait_for(self._exchange(request, out, started), self.timeout)
+            await asyncio.wait_for(self._exchange(request, out, started, connection), max(0.001, timeout))
         except asyncio.TimeoutError:
             out.error, out.message = TIMEOUT, f"no complete answer within {self.timeout:g}s"
         except aiohttp.ClientConnectorError as exc:
             refused = isinstance(exc.os_error, ConnectionRefusedError)
             out.error, out.message = (REFUSED if refused else CONNECT), self._clean(str(exc))
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as exc:
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
+            out.error, out.message = RESET, self._clean(f"{type(exc).__name__}: {exc}")
+            return out.status is None and not out.retried and connection.get("reused", False)
+        except aiohttp.ClientPayloadError as exc:
             out.error, out.message = RESET, self._clean(f"{type(exc).__name__}: {exc}")
         except (aiohttp.ClientError, ValueError, UnicodeError) as exc:
             out.error, out.message = CLIENT, self._clean(f"{type(exc).__name__}: {exc}")
-        out.latency = time.perf_counter() - started
-        return out
+        return False
 
-    async def _exchange(self, request: BuiltRequest, out: Outcome, started: float) -> None:
-        async with self.session.post(self.base_url + "/v1/chat/completions", data=request.body) as resp:
+    async def _exchange(
+        self, request: BuiltRequest, out: Outcome, started: float, connection: dict[str, bool]
+    ) -> None:
+        async with self.session.post(
+            self.base_url + request.path, data=request.body, trace_request_ctx=connection
+        ) as resp:
             out.status = resp.status
             if not 200 <= resp.status < 300:
                 out.message = self._clean(error_message(await _read_bounded(resp, MAX_ERROR_BODY)))
+                return
+            if request.plan.endpoint in (Endpoint.TOKENIZE, Endpoint.DETOKENIZE):
+                self._read_tokenize(await _read_bounded(resp, MAX_BODY), out)
                 return
             # A streamed request may still get a plain JSON answer (some servers do that for errors).
             if _is_event_stream(resp) or (request.stream and resp.content_type != "application/json"):
@@ -145,12 +176,11 @@ class ChatClient:
         done = False
         try:
             async for chunk in resp.content.iter_any():
-                for payload in parser.feed(chunk):
-                    done = self._on_event(payload, out, started) or done
+                for event in parser.feed(chunk):
+                    done = self._on_event(event.data, out, started) or done
                 if out.error is not None:
                     return
-            for payload in parser.close():
-                done = self._on_event(payload, out, started) or done
+            unfinished = parser.close()  # an event the server did not end with a blank line is dropped
         except SSEError as exc:
             out.error, out.message = BAD_SSE, str(exc)
             return
@@ -158,7 +188,8 @@ class ChatClient:
             out.error, out.message = CUT_STREAM, self._clean(f"the stream broke off: {exc}")
             return
         if out.error is None and not done:
-            out.error, out.message = CUT_STREAM, "the stream ended without `data: [DONE]`"
+            out.error, out.message = CUT_STREAM, "the stream ended without `data: [DONE]`" + (
+                " (its last event was not ended by a blank line)" if unfinished else "")
 
     def _on_event(self, payload: str, out: Outcome, started: float) -> bool:
         if out.error is not None:
@@ -195,11 +226,28 @@ class ChatClient:
             return
         _take_usage(body, out)
 
+    def _read_tokenize(self, raw: bytes, out: Outcome) -> None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            out.error, out.message = BAD_JSON, "the answer is not a JSON object"
+            return
+        count = body.get("count")
+        if isinstance(count, int) and not isinstance(count, bool):
+            out.prompt_tokens = count  # identical /tokenize requests must count the same
+
     def _clean(self, text: str) -> str:
         # Servers echo request headers in error pages now and then; the key never reaches a report.
         if self._api_key:
             text = text.replace(self._api_key, "***")
         return text[:MAX_MESSAGE]
+
+
+async def _mark_reused(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
+    if isinstance(ctx.trace_request_ctx, dict):
+        ctx.trace_request_ctx["reused"] = True
 
 
 def error_message(raw: bytes) -> str:

@@ -176,6 +176,8 @@ class ScenarioStats:
 class ErrorGroup:
     scenario: str
     label: str
+    fault: str = "server"
+    mismatch: str | None = None
     count: int = 0
     first_t: float = 0.0
     messages: list[str] = field(default_factory=list)
@@ -201,8 +203,12 @@ class Metrics:
         self.scenarios: dict[str, ScenarioStats] = {name: ScenarioStats() for name in scenarios}
         self.overall = LogHistogram()
         self.series = TimeSeries()
-        self.errors: dict[tuple[str, str], ErrorGroup] = {}
+        self.errors: dict[tuple[str, str, str], ErrorGroup] = {}
         self.errors_dropped = 0
+        self.faults: Counter = Counter()  # failed requests by whose fault (load.faults.Fault)
+        self.tied_resets = 0  # resets right after an error answer: counted with that answer's fault
+        self.retried = 0  # requests sent again once: the server had closed their keep-alive connection
+        self._untied_error_answers: list[str] = []  # faults of error answers no reset was tied to yet
         self.repeats: dict[str, RepeatStats] = {}
         self.inflight = 0
         self.requests = 0
@@ -218,6 +224,7 @@ class Metrics:
     def finished(self, outcome: Outcome) -> None:
         self.inflight -= 1
         self.requests += 1
+        self.retried += outcome.retried
         stats = self.scenarios.setdefault(outcome.scenario, ScenarioStats())
         stats.count += 1
         label = outcome.label
@@ -252,13 +259,25 @@ class Metrics:
     def _error(self, outcome: Outcome, label: str, t: float) -> None:
         if outcome.error == "refused" and self.first_refused is None:
             self.first_refused = t
-        key = (outcome.scenario, label)
+        fault = str(outcome.fault or "server")
+        if outcome.status is not None:
+            self._untied_error_answers.append(fault)
+            del self._untied_error_answers[:-_MAX_ERROR_KEYS]
+        elif outcome.error == "reset" and self._untied_error_answers:
+            # A server that drops the connection after an exception (vLLM does, after a 400) resets the
+            # next request sent on it: one failure, not two.
+            fault = self._untied_error_answers.pop(0)
+            outcome.fault = fault  # type: ignore[assignment]
+            self.tied_resets += 1
+        self.faults[fault] += 1
+        mismatch = str(outcome.mismatch) if outcome.mismatch else None
+        key = (outcome.scenario, label, fault)
         group = self.errors.get(key)
         if group is None:
             if len(self.errors) >= _MAX_ERROR_KEYS:
                 self.errors_dropped += 1
                 return
-            group = self.errors[key] = ErrorGroup(outcome.scenario, label, first_t=round(t, 3))
+            group = self.errors[key] = ErrorGroup(outcome.scenario, label, fault, mismatch, first_t=round(t, 3))
         group.count += 1
         message = outcome.message or ""
         if message and message not in group.messages and len(group.messages) < _MAX_MESSAGES:
@@ -289,10 +308,15 @@ class Metrics:
             "requests_per_s": round(self.requests / elapsed, 2) if elapsed > 0 else None,
             "latency_s": _percentiles(self.overall),
             "scenarios": {name: s.to_dict(elapsed) for name, s in self.scenarios.items()},
+            "errors_by_fault": dict(sorted(self.faults.items())),
+            "resets_tied_to_error_answers": self.tied_resets,
+            "retried_on_closed_connection": self.retried,
             "errors_by_status": [
                 {
                     "scenario": g.scenario,
                     "status": g.label,
+                    "fault": g.fault,
+                    "mismatch": g.mismatch,
                     "count": g.count,
                     "first_t": g.first_t,
                     "messages": g.messages,

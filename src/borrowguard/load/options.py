@@ -6,11 +6,13 @@ with one line and exit 2 instead of a traceback.
 
 from __future__ import annotations
 
+import math
 import re
 
 from borrowguard.errors import UserInputError
 
-SCENARIOS = ("text", "image", "tools")
+SCENARIOS = ("text", "image", "tools", "tokenize")
+DEFAULT_MIX = "text=2,image=1,tools=1,tokenize=1"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -58,13 +60,13 @@ def parse_mix(text: str) -> dict[str, float]:
             weight = float(value) if sep else 1.0
         except ValueError:
             raise UserInputError(f"--mix: weight of {name!r} must be a number, got {value!r}") from None
-        if weight < 0 or weight != weight:
-            raise UserInputError(f"--mix: weight of {name!r} must be >= 0, got {value!r}")
+        if not math.isfinite(weight) or weight < 0:
+            raise UserInputError(f"--mix: weight of {name!r} must be a finite number >= 0, got {value!r}")
         weights[name] = weight
     weights = {name: w for name, w in weights.items() if w > 0}
     if not weights:
         raise UserInputError(
-            "--mix: at least one scenario needs a weight above 0, e.g. text=1,image=1,tools=1"
+            f"--mix: at least one scenario needs a weight above 0, e.g. {DEFAULT_MIX}"
         )
     return weights
 

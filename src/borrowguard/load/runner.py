@@ -10,10 +10,11 @@ import asyncio
 import contextlib
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import IO
 
-from borrowguard.load.client import ChatClient
+from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.metrics import Metrics
 from borrowguard.load.scenarios import RequestFactory
 
@@ -38,6 +39,7 @@ class LoadRun:
         plan: LoadPlan,
         records: IO[str] | None = None,
         record_extra: dict | None = None,
+        on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.client = client
         self.factory = factory
@@ -45,12 +47,14 @@ class LoadRun:
         self.plan = plan
         self.records = records
         self._record_extra = record_extra or {}
+        self._on_outcome = on_outcome
         self._stop = asyncio.Event()
         self._abort = asyncio.Event()
         self._issued = 0
         self.started_at: float | None = None
         self.ended_at: float | None = None
         self.cancelled_in_flight = 0
+        self.records_error: str | None = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -122,7 +126,16 @@ class LoadRun:
                 self.cancelled_in_flight += 1
                 raise
             self.metrics.finished(outcome)
+            if self._on_outcome is not None:
+                self._on_outcome(outcome)
             if self.records is not None:
-                record = outcome.to_dict()
-                record.update(self._record_extra)
-                self.records.write(json.dumps(record, separators=(",", ":")) + "\n")
+                self._record(outcome)
+
+    def _record(self, outcome: Outcome) -> None:
+        record = outcome.to_dict()
+        record.update(self._record_extra)
+        try:
+            self.records.write(json.dumps(record, separators=(",", ":")) + "\n")  # type: ignore[union-attr]
+        except OSError as exc:  # a full disk ends the records, not the run
+            self.records_error = f"{type(exc).__name__}: {exc.strerror or exc}"
+            self.records = None

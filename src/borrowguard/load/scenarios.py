@@ -1,11 +1,16 @@
-"""What the load sends: text, image and tool-heavy chat requests, plus identical repeats.
+"""What the load sends: text, image, tool-heavy and tokenize requests, plus identical repeats.
 
 The failure this tool looks for hides in two places, and the request mix is built to expose both:
-- concurrent tokenizer calls with *different* truncation settings (the `truncate_prompt_tokens` share
-  next to plain chat-template calls) make old stacks raise "Already borrowed";
+- concurrent tokenizer calls with *different* settings make old stacks raise "Already borrowed". In vLLM
+  the settings differ by request shape: `max_tokens` decides the truncation length (and, in 0.19–0.20,
+  which of two microbatch queues tokenizes the prompt: `max_tokens=1` lands where a request without it
+  does), `truncate_prompt_tokens` sets its own, `/v1/completions` adds special tokens where chat does not,
+  `bad_words` are encoded on the event loop beside the renderer's threads, `/tokenize` and `/detokenize`
+  take yet other paths. The mix varies every one of them, with valid requests only;
 - on new stacks the settings leak silently, so one request gets another's truncation. Each scenario
   therefore repeats a few byte-identical requests; their `usage.prompt_tokens` must never differ.
 
+Every size is scaled by the scenario's `ContextFit` scale, so that prompts fit the server's context.
 Planning (cheap, on the event loop) is split from building (image encoding, JSON), so building can run
 in a worker thread with its own seeded RNG.
 """
@@ -13,14 +18,19 @@ in a worker thread with its own seeded RNG.
 from __future__ import annotations
 
 import json
+import math
 import random
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import cycle
 from math import gcd
+from typing import Any
 
+from borrowguard._compat import StrEnum
+from borrowguard.data.tools import TOOLS
+from borrowguard.load.fit import ContextFit, ScenarioSize
 from borrowguard.load.images import FORMATS, data_url, make_image
-from borrowguard.load.options import SCENARIOS
+from borrowguard.load.options import DEFAULT_MIX, parse_mix
 
 _WORDS = (  # noqa: SIM905 - a sentence of filler words reads better than a 60-item literal
     "engine token batch cache model server thread queue request stream image vision tool result system "
@@ -35,48 +45,35 @@ TRUNCATE_RANGE = (8, 192)
 TRUNCATABLE = frozenset({"text", "tools"})
 REPEAT_TRUNCATE = 48  # the repeat variant with a fixed truncate_prompt_tokens
 MAX_TOKENS = 16
+TOOL_MAX_TOKENS = 48  # a forced tool call must fit, or some servers answer 400 (vLLM 0.17)
+BAD_WORDS = ("zebra", "quantum")
+TEXT_WORDS = (24, 60, 400, 900)
+IMAGE_WORDS = 200
+MIN_WORDS = 4
+MIN_IMAGE_SIDE = 32
+CHARS_PER_TOKEN_GUESS = 2.5  # without the server's own count: high, so that the first requests fit
+_TOKENS_PER_IMAGE_PIXEL = 1 / 784  # Qwen2-VL: one token per 28×28 pixels; others learn from answers
 
-TOOLS: list[dict] = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    p: {"type": t, "description": f"The {p.replace('_', ' ')}."} for p, t in params
-                },
-                "required": [params[0][0]],
-            },
-        },
-    }
-    for name, description, params in (
-        ("get_weather", "Current weather for a city.", (("city", "string"), ("unit", "string"))),
-        (
-            "search_docs",
-            "Full-text search over the knowledge base.",
-            (("query", "string"), ("limit", "integer")),
-        ),
-        ("read_file", "Read a file from the workspace.", (("path", "string"), ("max_bytes", "integer"))),
-        ("run_sql", "Run a read-only SQL query.", (("sql", "string"), ("timeout_s", "number"))),
-        ("send_email", "Send an e-mail.", (("to", "string"), ("subject", "string"), ("body", "string"))),
-        ("create_ticket", "Open a ticket in the tracker.", (("title", "string"), ("priority", "integer"))),
-    )
-]
+
+class Endpoint(StrEnum):
+    CHAT = "/v1/chat/completions"
+    COMPLETION = "/v1/completions"
+    TOKENIZE = "/tokenize"
+    DETOKENIZE = "/detokenize"
 
 
 @dataclass(frozen=True)
 class ScenarioSettings:
     """The knobs of the request mix (all from the CLI)."""
 
-    mix: dict[str, float] = field(default_factory=lambda: {name: 1.0 for name in SCENARIOS})
+    mix: dict[str, float] = field(default_factory=lambda: parse_mix(DEFAULT_MIX))
     image_sizes: tuple[tuple[int, int], ...] = ((256, 256), (720, 1280))
     images_per_request: int = 1
     tool_result_bytes: int = 2048
     vllm_extensions: bool = True
     stream: bool = False
     truncate_share: float = 0.35
+    bad_words_share: float = 0.25
     repeat_every: int = 4
     seed: int = 0
 
@@ -89,10 +86,17 @@ class Plan:
     variant: str  # "unique", or the name of a repeat variant
     seed: int
     truncate: int | None = None
+    endpoint: Endpoint = Endpoint.CHAT
+    max_tokens: int = MAX_TOKENS
+    bad_words: bool = False
+    generation: int = 0  # the ContextFit generation the request is built at
 
     @property
     def repeat_key(self) -> str | None:
-        return None if self.variant == "unique" else f"{self.scenario}/{self.variant}"
+        if self.variant == "unique":
+            return None
+        key = f"{self.scenario}/{self.variant}"
+        return key if self.generation == 0 else f"{key}#{self.generation}"
 
 
 @dataclass(frozen=True)
@@ -100,103 +104,221 @@ class BuiltRequest:
     plan: Plan
     body: bytes
     stream: bool = False
+    scale: float = 1.0
+
+    @property
+    def path(self) -> str:
+        return str(self.plan.endpoint)
 
 
 class RequestFactory:
     """Plans a deterministic, weighted interleaving of scenarios and builds their JSON bodies."""
 
-    def __init__(self, settings: ScenarioSettings, model: str) -> None:
+    def __init__(self, settings: ScenarioSettings, model: str, fit: ContextFit | None = None) -> None:
         if settings.images_per_request < 1 and "image" in settings.mix:
             raise ValueError("images_per_request must be >= 1")
         self.settings = settings
         self.model = model
+        self.fit = fit or ContextFit(max_tokens=self.max_tokens_sent)
         self._rng = random.Random(settings.seed)
         self._order = cycle(_smooth_weighted_order(settings.mix))
         self._counts = dict.fromkeys(settings.mix, 0)
         self._variants = {name: cycle(self.repeat_variants(name)) for name in settings.mix}
         self._repeat_cache: dict[str, bytes] = {}
+        self.completions = True  # the server has /v1/completions (the preflight says)
+        self.detokenize = True  # ... and /detokenize
 
     @property
     def scenarios(self) -> list[str]:
         return list(self.settings.mix)
+
+    @property
+    def max_tokens_sent(self) -> int:
+        return TOOL_MAX_TOKENS if "tools" in self.settings.mix else MAX_TOKENS
 
     def repeat_variants(self, scenario: str) -> list[str]:
         # "plain": no truncation; "trunc": a fixed truncation. A leak shows in either direction.
         truncates = self.settings.vllm_extensions and scenario in TRUNCATABLE
         return ["plain", "trunc"] if truncates else ["plain"]
 
+    def drop(self, scenario: str) -> None:
+        """Stop sending `scenario` (the server cannot take it); the others keep their weights."""
+        mix = {k: v for k, v in self.settings.mix.items() if k != scenario}
+        if mix and scenario in self.settings.mix:
+            self.settings = ScenarioSettings(**{**self.settings.__dict__, "mix": mix})
+            self._order = cycle(_smooth_weighted_order(mix))
+
     def plan(self) -> Plan:
         scenario = next(self._order)
         self._counts[scenario] += 1
+        generation = self.fit.generation
         every = self.settings.repeat_every
         if every > 0 and (self._counts[scenario] - 1) % every == 0:  # the first one too: an early baseline
             variant = next(self._variants[scenario])
-            return Plan(scenario, variant, seed=0, truncate=REPEAT_TRUNCATE if variant == "trunc" else None)
+            return Plan(
+                scenario,
+                variant,
+                seed=0,
+                truncate=REPEAT_TRUNCATE if variant == "trunc" else None,
+                endpoint=Endpoint.TOKENIZE if scenario == "tokenize" else Endpoint.CHAT,
+                max_tokens=TOOL_MAX_TOKENS if scenario == "tools" else MAX_TOKENS,
+                generation=generation,
+            )
+        return self._unique(scenario, generation)
+
+    def _unique(self, scenario: str, generation: int) -> Plan:
+        r, s = self._rng, self.settings
+        ext = s.vllm_extensions
         truncate = None
-        if (
-            self.settings.vllm_extensions
-            and scenario in TRUNCATABLE
-            and self._rng.random() < self.settings.truncate_share
-        ):
-            truncate = self._rng.randint(*TRUNCATE_RANGE)
-        return Plan(scenario, "unique", seed=self._rng.getrandbits(63), truncate=truncate)
+        if ext and scenario in TRUNCATABLE and r.random() < s.truncate_share:
+            truncate = r.randint(*TRUNCATE_RANGE)
+        endpoint = Endpoint.CHAT
+        if scenario == "text" and r.random() < 0.5 and self.completions:
+            endpoint = Endpoint.COMPLETION
+        elif scenario == "tokenize":
+            endpoint = Endpoint.DETOKENIZE if r.random() < 0.3 and self.detokenize else Endpoint.TOKENIZE
+        # max_tokens=1 moves vLLM 0.19's truncation length to the model's maximum: another queue.
+        max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else (1 if r.random() < 0.35 else MAX_TOKENS)
+        bad_words = ext and scenario != "tokenize" and r.random() < s.bad_words_share
+        return Plan(
+            scenario, "unique", r.getrandbits(63), truncate, endpoint, max_tokens, bad_words, generation
+        )
 
     def build(self, plan: Plan) -> BuiltRequest:
         """Thread-safe: uses only the plan's own seed (and a cache of identical repeat bodies)."""
+        scale = self.fit.scale(plan.scenario)
         key = plan.repeat_key
         if key is not None and key in self._repeat_cache:
-            return BuiltRequest(plan, self._repeat_cache[key], self.settings.stream)
+            return BuiltRequest(plan, self._repeat_cache[key], self._streams(plan), scale)
         rng = random.Random(plan.seed) if key is None else None
-        builder = {"text": self._text, "image": self._image, "tools": self._tools}[plan.scenario]
-        body: dict = {
-            "model": self.model,
-            "messages": builder(rng),
-            "max_tokens": MAX_TOKENS,
-            "temperature": 0,
-        }
-        if plan.scenario == "tools":
-            body["tools"] = TOOLS
-            body["tool_choice"] = "required"
-        if plan.truncate is not None:
-            body["truncate_prompt_tokens"] = plan.truncate
-        body["stream"] = self.settings.stream
-        if self.settings.stream:
-            body["stream_options"] = {"include_usage": True}
+        body = self.body(plan, rng, scale)
         data = json.dumps(body, separators=(",", ":")).encode()
         if key is not None:
             self._repeat_cache[key] = data  # a benign race: both threads build the same bytes
-        return BuiltRequest(plan, data, self.settings.stream)
+        return BuiltRequest(plan, data, self._streams(plan), scale)
+
+    def _streams(self, plan: Plan) -> bool:
+        return self.settings.stream and plan.endpoint in (Endpoint.CHAT, Endpoint.COMPLETION)
+
+    def body(self, plan: Plan, rng: random.Random | None, scale: float) -> dict[str, Any]:
+        """The JSON body of `plan`; `rng=None` gives the fixed content of a repeat."""
+        if plan.endpoint is Endpoint.DETOKENIZE:
+            r = rng or random.Random(4)
+            # ids below 256 exist in every byte-level and most other vocabularies
+            return {"model": self.model, "tokens": [r.randrange(256) for _ in range(r.randint(4, 64))]}
+        messages = {"text": self._text, "image": self._image, "tools": self._tools, "tokenize": self._text}[
+            plan.scenario
+        ](rng, scale)
+        body: dict[str, Any] = {"model": self.model}
+        if plan.endpoint is Endpoint.COMPLETION:
+            body["prompt"] = "\n\n".join(m["content"] for m in messages if isinstance(m["content"], str))
+        else:
+            body["messages"] = messages
+        if plan.scenario == "tools":
+            body["tools"] = TOOLS
+            if plan.endpoint is not Endpoint.TOKENIZE:
+                body["tool_choice"] = "required"
+        if plan.endpoint is Endpoint.TOKENIZE:
+            return body
+        body["max_tokens"] = plan.max_tokens
+        body["temperature"] = 0
+        if plan.truncate is not None:
+            body["truncate_prompt_tokens"] = plan.truncate
+        if plan.bad_words:
+            body["bad_words"] = list(BAD_WORDS)
+        if self._streams(plan):
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
+        else:
+            body["stream"] = False
+        return body
 
     def needs_thread(self, plan: Plan) -> bool:
         """Image encoding takes milliseconds; do it off the event loop (Pillow releases the GIL)."""
         return plan.scenario == "image" and plan.repeat_key not in self._repeat_cache
 
+    # -- sizes, for fitting the context --------------------------------------------------------------
+
+    def probe_body(self, scenario: str, endpoint: Endpoint, scale: float) -> dict[str, Any]:
+        """A small, valid request of `scenario` on `endpoint`, for the preflight."""
+        max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else 1
+        plan = Plan(scenario, "probe", seed=1, endpoint=endpoint, max_tokens=max_tokens)
+        body = self.body(plan, random.Random(1), scale)
+        body["stream"] = False
+        body.pop("stream_options", None)
+        return body
+
+    def estimate_all(self, counts: dict[str, float] | None) -> None:
+        """Fit every scenario: sizes from the server's own token counts (keyed by the JSON of the body
+        measured) where given, else from a deliberately high guess of tokens per character."""
+
+        def count(body: dict[str, Any]) -> float:
+            key = json.dumps(body, sort_keys=True)
+            if counts and key in counts:
+                return counts[key]
+            return _chars(body) / CHARS_PER_TOKEN_GUESS
+
+        for scenario in self.scenarios:
+            self.fit.sizes[scenario] = self.estimate(scenario, count)
+        self.fit.plan()
+
+    def largest(self, scenario: str, scale: float) -> dict[str, Any]:
+        """The /tokenize body of the scenario's largest request at `scale` (images left out)."""
+        r = _Largest(0)
+        messages = {"text": self._text, "image": self._image, "tools": self._tools, "tokenize": self._text}[
+            scenario
+        ](r, scale)
+        for message in messages:
+            if isinstance(message["content"], list):
+                message["content"] = " ".join(p["text"] for p in message["content"] if p["type"] == "text")
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        if scenario == "tools":
+            body["tools"] = TOOLS
+        return body
+
+    def image_tokens(self, scale: float) -> float:
+        """An estimate of the image tokens of the largest image request (learned answers correct it)."""
+        if "image" not in self.settings.mix:
+            return 0.0
+        area = max(w * h for w, h in self.settings.image_sizes) * scale
+        return area * _TOKENS_PER_IMAGE_PIXEL * self.settings.images_per_request
+
+    def estimate(self, scenario: str, count: Any) -> ScenarioSize:
+        """A scenario's size from `count(body) -> tokens` at two scales (fixed + scaled parts)."""
+        full, half = float(count(self.largest(scenario, 1.0))), float(count(self.largest(scenario, 0.5)))
+        fixed = max(0.0, 2 * half - full)
+        scaled = max(0.0, full - fixed)
+        if scenario == "image":
+            scaled += self.image_tokens(1.0)
+        return ScenarioSize(fixed, scaled)
+
     # -- message builders; rng=None means the fixed content of a repeat --------------------------------
 
-    def _text(self, rng: random.Random | None) -> list[dict]:
+    def _text(self, rng: random.Random | None, scale: float) -> list[dict]:
         r = rng or random.Random(1)
-        n_words = r.choice((24, 60, 400, 900)) if rng else 700  # short and long; repeats are long
+        n_words = r.choice(TEXT_WORDS) if rng else 700  # short and long; repeats are long
         return [
             {"role": "system", "content": "You are a concise assistant."},
-            {"role": "user", "content": _words(r, n_words)},
+            {"role": "user", "content": _words(r, _scaled(n_words, scale))},
         ]
 
-    def _image(self, rng: random.Random | None) -> list[dict]:
+    def _image(self, rng: random.Random | None, scale: float) -> list[dict]:
         r = rng or random.Random(2)
-        parts: list[dict] = [{"type": "text", "text": "Describe these images. " + _words(r, 200)}]
+        text = "Describe these images. " + _words(r, _scaled(IMAGE_WORDS, scale))
+        parts: list[dict] = [{"type": "text", "text": text}]
         sizes = self.settings.image_sizes
+        side = math.sqrt(scale)  # image tokens grow with the area
         for i in range(self.settings.images_per_request):
             width, height = r.choice(sizes) if rng else sizes[0]
+            width, height = max(MIN_IMAGE_SIDE, int(width * side)), max(MIN_IMAGE_SIDE, int(height * side))
             fmt = r.choice(FORMATS) if rng else FORMATS[i % len(FORMATS)]
-            parts.append(
-                {
-                    "type": "image_url",
-                    "image_url": {"url": data_url(make_image(width, height, fmt, rng), fmt)},
-                }
-            )
+            if isinstance(r, _Largest):
+                continue  # sizes only: no image is drawn
+            url = data_url(make_image(width, height, fmt, rng), fmt)
+            parts.append({"type": "image_url", "image_url": {"url": url}})
         return [{"role": "user", "content": parts}]
 
-    def _tools(self, rng: random.Random | None) -> list[dict]:
+    def _tools(self, rng: random.Random | None, scale: float) -> list[dict]:
         r = rng or random.Random(3)
         calls = [
             {
@@ -211,19 +333,36 @@ class RequestFactory:
         ]
         messages: list[dict] = [
             {"role": "system", "content": "You are an operations agent. Always answer with a tool call."},
-            {"role": "user", "content": _words(r, 60)},
+            {"role": "user", "content": _words(r, _scaled(60, scale))},
             {"role": "assistant", "content": "", "tool_calls": calls},
         ]
+        result_bytes = int(self.settings.tool_result_bytes * scale)
         for call in calls:
             messages.append(
-                {
-                    "role": "tool",
-                    "tool_call_id": call["id"],
-                    "content": _tool_result(r, self.settings.tool_result_bytes),
-                }
+                {"role": "tool", "tool_call_id": call["id"], "content": _tool_result(r, result_bytes)}
             )
         messages.append({"role": "user", "content": "Now file a ticket about it. " + _words(r, 20)})
         return messages
+
+
+class _Largest(random.Random):
+    """An RNG that always draws the largest option: for measuring a scenario's largest prompt."""
+
+    def choice(self, seq: Any) -> Any:
+        if seq and isinstance(seq[0], int):
+            return max(seq)
+        if seq and isinstance(seq[0], tuple):
+            return max(seq, key=lambda wh: wh[0] * wh[1])
+        return seq[0]
+
+
+def _chars(body: dict[str, Any]) -> int:
+    text = sum(len(m["content"]) for m in body.get("messages", []) if isinstance(m.get("content"), str))
+    return text + len(json.dumps(body.get("tools", ""))) + 16 * len(body.get("messages", []))
+
+
+def _scaled(n: int, scale: float) -> int:
+    return max(MIN_WORDS, int(n * scale))
 
 
 # Drawing every word per request costs more CPU than the rest of the client; a random window into a

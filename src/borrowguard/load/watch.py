@@ -9,17 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import queue
-import re
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+from prometheus_client.metrics_core import Metric
+from prometheus_client.parser import text_string_to_metric_families
 
 _MAX_FINDINGS = 200  # findings kept verbatim; the counts stay exact
 _MAX_LINE = 4096
@@ -71,6 +73,7 @@ class LogWatch:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._scanner: Any = None
+        self._sources: dict[str, dict[str, Any]] = {}
         self.clock: Callable[[], tuple[int, float]] = lambda: (0, 0.0)  # (level, t) for a new finding
 
     @property
@@ -81,19 +84,31 @@ class LogWatch:
         from borrowguard.scan import Scanner, follow_command, follow_file
 
         self._scanner = Scanner()
-        sources: list[tuple[str, Iterable[str]]] = [
-            (str(p), follow_file(p, self._stop, from_end=True)) for p in self.files
-        ]
-        sources += [(str(p), follow_file(p, self._stop)) for p in self.fresh_files]
-        sources += [(cmd, follow_command(cmd, self._stop)) for cmd in self.commands]
-        for name, lines in sources:
+        sources: list[tuple[str, str, Iterable[str]]] = []
+        for path in self.files:
+            # Where the file ends now, not when the follower thread gets to open it: lines written
+            # right after start() belong to the run.
+            size = path.stat().st_size if path.exists() else 0
+            sources.append(("file", str(path), follow_file(path, self._stop, start_at=size)))
+        sources += [("file", str(p), follow_file(p, self._stop)) for p in self.fresh_files]
+        for cmd in self.commands:
+            state = self._state("command", cmd)
+            follow = follow_command(cmd, self._stop, on_exit=lambda code, state=state: state.update(exit_code=code))
+            sources.append(("command", cmd, follow))
+        for kind, name, lines in sources:
+            self._state(kind, name)
             thread = threading.Thread(target=self._pump, args=(name, lines), name=f"log:{name}", daemon=True)
             thread.start()
             self._threads.append(thread)
 
+    def _state(self, kind: str, name: str) -> dict[str, Any]:
+        return self._sources.setdefault(name, {"source": name, "kind": kind, "lines": 0, "error": None})
+
     def _pump(self, source: str, lines: Iterable[str]) -> None:
+        state = self._sources[source]
         try:
             for line in lines:
+                state["lines"] += 1
                 while not self._stop.is_set():
                     try:
                         self._queue.put((source, line[:_MAX_LINE]), timeout=0.2)
@@ -103,7 +118,24 @@ class LogWatch:
                 if self._stop.is_set():
                     return
         except Exception as exc:  # a follower that dies must not take the run with it
-            self.follower_errors.append(f"{source}: {type(exc).__name__}: {exc}")
+            state["error"] = f"{type(exc).__name__}: {exc}"
+            self.follower_errors.append(f"{source}: {state['error']}")
+            return
+        if "exit_code" in state and not self._stop.is_set():
+            code = state["exit_code"]
+            state["error"] = f"the command ended early (exit code {code})" + (
+                "" if state["lines"] else " without a line"
+            )
+
+    def server_config(self) -> dict[str, Any]:
+        """The server's configuration from its start-up lines, where the log showed them (else {})."""
+        config = getattr(self._scanner, "server_config", None)
+        config = config() if callable(config) else config
+        return dict(config) if isinstance(config, dict) else {}
+
+    def sources_state(self) -> list[dict[str, Any]]:
+        """Per log source: lines read, and the error that stopped it early (None when it ran to the end)."""
+        return [dict(s) for s in self._sources.values()]
 
     async def run(self) -> None:
         """Drain the queue into the scanner until cancelled."""
@@ -155,13 +187,6 @@ class LogWatch:
         # A traceback still open at the end (the server was killed inside it) counts as cut off.
         for hit in self._scanner.finish():
             self._record(hit, str(getattr(hit, "source", "log")))
-
-    def scan_result(self) -> dict[str, Any] | None:
-        if self._scanner is None:
-            return None
-        with contextlib.suppress(Exception):
-            return self._scanner.result().to_dict()
-        return None
 
 
 @dataclass
@@ -232,9 +257,10 @@ class HealthWatch:
         }
 
 
-_SAMPLE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)(\{[^}]*\})?\s+([-+0-9.eEinfNa]+)")
 _INTERESTING = ("request", "running", "waiting", "preempt", "error", "abort", "success")
 _MAX_SERIES = 40
+_MAX_LABELS_TEXT = 200
+_MAX_RETRIED_LINES = 1000  # a page of nothing but bad lines costs at most this many parser calls
 
 
 async def scrape_metrics(session: aiohttp.ClientSession, url: str) -> dict[str, float] | None:
@@ -250,15 +276,52 @@ async def scrape_metrics(session: aiohttp.ClientSession, url: str) -> dict[str, 
 
 
 def parse_metrics(text: str) -> dict[str, float]:
-    samples: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith("#") or len(samples) >= _MAX_SERIES:
-            continue
-        match = _SAMPLE.match(line)
-        if not match or not any(word in match.group(1) for word in _INTERESTING):
-            continue
-        if match.group(1).endswith(("_bucket", "_created")):
-            continue
+    """{`name{labels}`: value} for at most 40 request-related samples, labels in the page's order.
+
+    prometheus_client's parser does the parsing. It stops at the first malformed line of a page, and
+    a page may be cut at our size limit, so the lines worth keeping (by metric name) are picked first
+    and, if the parser rejects them together, parsed one by one: one bad line costs only itself.
+    """
+    lines = [line for line in text.splitlines() if _wanted(line)]
+    try:
+        return _samples([text_string_to_metric_families("\n".join(lines) + "\n")])
+    except ValueError:
+        return _samples(_each(lines))
+
+
+def _wanted(line: str) -> bool:
+    # Only the name is looked at here; histogram buckets and _created timestamps are not counts.
+    name = line.split("{", 1)[0].split(None, 1)[0] if line.strip() else ""
+    return (
+        not name.startswith("#")
+        and any(word in name for word in _INTERESTING)
+        and not name.endswith(("_bucket", "_created"))
+    )
+
+
+def _each(lines: list[str]) -> Iterator[Iterable[Metric]]:
+    for line in lines[:_MAX_RETRIED_LINES]:
+        families = text_string_to_metric_families(line + "\n")
         with contextlib.suppress(ValueError):
-            samples[match.group(1) + (match.group(2) or "")[:200]] = float(match.group(3))
+            yield list(families)
+
+
+def _samples(parsed: Iterable[Iterable[Metric]]) -> dict[str, float]:
+    samples: dict[str, float] = {}
+    for families in parsed:
+        for family in families:
+            for sample in family.samples:
+                if len(samples) >= _MAX_SERIES:
+                    return samples
+                value = float(sample.value)
+                if math.isfinite(value):  # NaN/Inf would make the JSON report invalid (allow_nan=False)
+                    samples[sample.name + _label_text(sample.labels)] = value
     return samples
+
+
+def _label_text(labels: dict[str, str]) -> str:
+    # The labels as the exposition format writes them, so a key reads like the line it came from.
+    if not labels:
+        return ""
+    escaped = (v.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"') for v in labels.values())
+    return ("{" + ",".join(f'{k}="{v}"' for k, v in zip(labels, escaped)) + "}")[:_MAX_LABELS_TEXT]

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from borrowguard._files import write_atomic
 from borrowguard.report.html import render_html
 
 __all__ = ["render_html", "to_json", "write_html", "write_json"]
@@ -24,8 +25,5 @@ def write_html(doc: dict[str, Any], path: Path) -> None:
 
 
 def _write(path: Path, text: str) -> None:
-    # Write next to the target and rename, so an interrupted run never leaves half a report behind.
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+    # Atomic, through symlinks, never onto a device: see borrowguard._files.
+    write_atomic(path, text, "--report")

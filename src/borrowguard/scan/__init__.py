@@ -7,30 +7,33 @@
     hits = sc.feed(line, source="server.log")
     sc.result().to_dict()   # {"findings": [...], "chain": [...], "lines": N, ...}
 
-Modules: normalize (prefixes, headers, colours), tracebacks (frames per process), scanner (matching and
-aggregation), fast (the bulk reader's anchor search), chain (causal order), readers (files, .gz, stdin,
-globs, a growing file, a command), live (follow mode over several sources), model (result types).
+Modules: normalize (prefixes, headers, colours), tracebacks (frames per process), scanner (matching),
+state (what is kept per source), record (findings, an engine death's cause), server (start-up lines:
+configuration and phase), fast (the bulk reader's anchor search), chain (causal order), readers (files,
+.gz, stdin, globs, a growing file, a command), sources (what an input holds: gzip, UTF-16, binary; what
+happened reading it), live (follow mode over several sources), model (result types).
 Signatures are compiled by borrowguard.knowledge.signatures.
 """
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from collections.abc import Sequence
 
+from borrowguard._text import printable
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import KnowledgeBase
 from borrowguard.scan.model import ChainStep, Finding, Hit, ScanResult
 from borrowguard.scan.normalize import Line, normalize
 from borrowguard.scan.readers import Input, expand, follow_command, follow_file, open_input
 from borrowguard.scan.scanner import Scanner
+from borrowguard.scan.sources import InputReport
 
 __all__ = [
     "ChainStep",
     "Finding",
     "Hit",
     "Input",
+    "InputReport",
     "Line",
     "ScanResult",
     "Scanner",
@@ -44,20 +47,28 @@ __all__ = [
 ]
 
 
-def scan_inputs(inputs: Sequence[Input], scanner: Scanner | None = None) -> ScanResult:
-    """Scan each input to its end with the fast path; a damaged .gz is scanned as far as it reads and
-    noted in the result's warnings."""
+def scan_inputs(
+    inputs: Sequence[Input], scanner: Scanner | None = None, report: InputReport | None = None
+) -> ScanResult:
+    """Scan each input to its end with the fast path. A damaged .gz is scanned as far as it decompresses
+    and named in the result's warnings; binary files are skipped and named in its notes (UserInputError
+    when no input is a readable log); lines cut to their ends are noted once per input. What is said
+    about the inputs also goes to `report` (apply it to a later `scanner.result()`)."""
     sc = scanner if scanner is not None else Scanner()
+    report = report if report is not None else InputReport()
+    skipped: list[str] = []
     for inp in inputs:
         with open_input(inp) as stream:
-            try:
-                sc.scan_stream(stream, inp.name)
-            except (EOFError, gzip.BadGzipFile, zlib.error) as exc:
-                sc.finish(inp.name)
-                sc.warn(f"{inp.name}: compressed data is damaged or truncated; scanned up to there ({exc})")
-            except OSError as exc:
-                raise UserInputError(f"cannot read {inp.name}: {exc.strerror or exc}") from None
-    return sc.result()
+            if stream.not_a_log:
+                skipped.append(f"{inp.name}: {stream.not_a_log}")
+                report.note(f"skipped {skipped[-1]}")
+                continue
+            sc.scan_stream(stream, inp.name)  # type: ignore[arg-type]
+            report.read(stream)
+    if inputs and len(skipped) == len(inputs):
+        more = f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""
+        raise UserInputError(printable("nothing to scan: " + "; ".join(skipped[:3]) + more))
+    return report.apply(sc.result())
 
 
 def scan_paths(specs: Sequence[str], kb: KnowledgeBase | None = None) -> ScanResult:

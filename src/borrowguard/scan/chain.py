@@ -1,33 +1,47 @@
 """The causal chain: found problems in the order the operator should read them, causes first.
 
-The edges are how one failure produces another in LLM servers (vLLM above all): a tokenizer borrow error
-makes the multimodal processor retry ("Failed to acquire tokenizer"), then fail the request with a 400, can
-leave the multimodal caches out of step, and with enough of it the engine dies; after that every request
-fails. Each root also points at its environment cause through the knowledge base's `related` ids, so the
-remedy is the one written once there.
+The edges are what was observed on real servers (vLLM above all): a tokenizer borrow error makes the
+multimodal processor retry ("Failed to acquire tokenizer") and fail the request with a 400 or 500, and can
+leave the multimodal caches out of step; a desynced cache, an NCCL failure or a full GPU can kill the
+engine; after a death every request fails. A tokenizer race is *not* an engine death's cause: measured on
+vLLM 0.17.1 to 0.21.0 under image, tool and bad_words load it never killed EngineCore. The two are linked
+only when EngineCore's own fatal traceback runs through tokenizer frames; otherwise the death's cause is
+EngineCore's own final exception, shown with it.
+
+Each root also points at its environment causes through the knowledge base's `related` ids, so the remedy
+is the one written once there. Rules about particular vLLM versions or settings are shown only when the
+log's start-up lines say the server matches them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from borrowguard.knowledge import KnowledgeBase
-from borrowguard.scan.model import ChainStep, Finding
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from borrowguard.knowledge import KnowledgeBase, Problem
+from borrowguard.knowledge.detect import server_condition, vllm_range
+from borrowguard.scan.model import ChainStep, Finding, Role
+from borrowguard.scan.server import ServerConfig
+
+ENGINE_DEAD = "engine-dead"
+TOKENIZER = "tokenizer-already-borrowed"
 
 CAUSES: dict[str, tuple[str, ...]] = {
-    "tokenizer-already-borrowed": (
-        "tokenizer-acquire-retry", "http-error-status", "mm-cache-desync", "engine-dead",
-    ),
+    TOKENIZER: ("tokenizer-acquire-retry", "http-error-status", "mm-cache-desync", ENGINE_DEAD),
     "tokenizer-acquire-retry": ("http-error-status",),
-    "mm-cache-desync": ("engine-dead", "http-error-status"),
-    "shm-broadcast-stall": ("nccl-failure", "engine-dead", "http-error-status"),
-    "nccl-failure": ("engine-dead", "http-error-status"),
-    "cuda-oom": ("engine-dead", "http-error-status"),
+    "mm-cache-desync": (ENGINE_DEAD, "http-error-status"),
+    "shm-broadcast-stall": ("nccl-failure", ENGINE_DEAD, "http-error-status"),
+    "nccl-failure": (ENGINE_DEAD, "http-error-status"),
+    "cuda-oom": (ENGINE_DEAD, "http-error-status"),
+    ENGINE_DEAD: ("http-error-status",),
 }
-"""Cause -> what it leads to. Only edges observed in real servers; an unrelated pair stays unordered."""
+"""Cause -> what it can lead to; TOKENIZER -> ENGINE_DEAD holds only when the death's traceback runs
+through tokenizer frames (see the module doc)."""
 
 _ADVICE = {
-    "tokenizer-already-borrowed": "fix the tokenizer race first; the later failures follow from it",
+    TOKENIZER: "fix the tokenizer race first; the retries and the 400/500 answers that follow from it go with it",
     "tokenizer-acquire-retry": "the retries hide tokenizer borrow errors: fix the tokenizer race first",
     "shm-broadcast-stall": "a rank is hanging; on aarch64 with NCCL 2.28.0-2.29.2 it is the NCCL proxy leak",
     "mm-cache-desync": "the multimodal caches drifted; fix what made requests fail, then upgrade vLLM",
@@ -36,30 +50,62 @@ _ADVICE = {
 }
 
 
-def build_chain(findings: Sequence[Finding], kb: KnowledgeBase) -> list[ChainStep]:
+def build_chain(
+    findings: Sequence[Finding], kb: KnowledgeBase, server: ServerConfig | None = None
+) -> list[ChainStep]:
     """Found problems in causal order (ties: the order given, i.e. first occurrence), each root (nothing
     found explains it) followed by its environment causes. Empty when nothing was found."""
     present = {f.id: f for f in findings}
-    causes_of: dict[str, tuple[str, ...]] = {
-        fid: tuple(c for c, effects in CAUSES.items() if fid in effects and c in present and c != fid)
-        for fid in present
-    }
+    causes_of = {fid: tuple(c for c in _causes(fid, present) if c in present and c != fid) for fid in present}
     steps: list[ChainStep] = []
     env_seen: set[str] = set()
     for fid in _causal_order(present, causes_of):
         f = present[fid]
         if causes_of[fid]:
-            steps.append(ChainStep(fid, f.title, "consequence", causes_of[fid]))
-        else:
-            advice = _ADVICE.get(fid) if len(present) > 1 or f.related else None
-            steps.append(ChainStep(fid, f.title, "root", (), advice))
-            for env_id in f.related:
-                env = kb.get(env_id)
-                if env is not None and env_id not in env_seen:
-                    env_seen.add(env_id)
-                    remedy = env.remedies[0] if env.remedies else None
-                    steps.append(ChainStep(env_id, env.title, "environment", (fid,), remedy))
+            steps.append(ChainStep(fid, f.title, Role.CONSEQUENCE, causes_of[fid], _death_advice(f)))
+            continue
+        advice = _death_advice(f) or (_ADVICE.get(fid) if len(present) > 1 or f.related else None)
+        steps.append(ChainStep(fid, f.title, Role.ROOT, (), advice))
+        for env_id in f.related:
+            env = kb.get(env_id)
+            if env is not None and env_id not in env_seen and _applies(env, server):
+                env_seen.add(env_id)
+                remedy = env.remedies[0] if env.remedies else None
+                steps.append(ChainStep(env_id, env.title, Role.ENVIRONMENT, (fid,), remedy))
     return steps
+
+
+def _causes(fid: str, present: dict[str, Finding]) -> list[str]:
+    causes = [c for c, effects in CAUSES.items() if fid in effects]
+    if fid == ENGINE_DEAD and not present[fid].via_tokenizer:
+        causes.remove(TOKENIZER)
+    return causes
+
+
+def _death_advice(f: Finding) -> str | None:
+    if f.id != ENGINE_DEAD:
+        return None
+    if f.cause is None:
+        return "EngineCore's own traceback, above the first occurrence, names the cause"
+    tokenizer = " (its traceback runs through tokenizer frames)" if f.via_tokenizer else ""
+    return f"EngineCore's own final exception: {f.cause}{tokenizer}"
+
+
+def _applies(env: Problem, server: ServerConfig | None) -> bool:
+    """Whether an environment rule about particular vLLM versions or settings matches the server; rules
+    about neither always apply (the log does not reveal the installed packages)."""
+    detect = env.detect or {}
+    versions = vllm_range(detect)
+    if versions is None and not detect.get("server"):
+        return True
+    if server is None or server.vllm_version is None:
+        return False
+    try:
+        if versions is not None and not SpecifierSet(versions).contains(Version(server.vllm_version), True):
+            return False
+    except InvalidVersion:
+        return False
+    return server_condition(detect, server.facts()) is not None
 
 
 def _causal_order(present: dict[str, Finding], causes_of: dict[str, tuple[str, ...]]) -> list[str]:
@@ -75,11 +121,21 @@ def _causal_order(present: dict[str, Finding], causes_of: dict[str, tuple[str, .
     return order
 
 
-def summary(steps: Sequence[ChainStep]) -> str | None:
-    """One line: "a → b → c: advice" for the longest path of found problems, None for fewer than two."""
-    found = [s for s in steps if s.role != "environment"]
-    if len(found) < 2:
-        return None
-    advice = next((s.advice for s in found if s.role == "root" and s.advice), None)
-    arrow = " → ".join(s.id for s in found)
-    return f"{arrow}: {advice}" if advice else arrow
+def summary(steps: Sequence[ChainStep]) -> list[str]:
+    """One line per group of found problems that explain each other: "a → b → c: advice", roots first;
+    a problem alone in its group gets a line only when it has advice."""
+    found = [s for s in steps if s.role is not Role.ENVIRONMENT]
+    groups: dict[str, list[ChainStep]] = {}
+    root_of: dict[str, str] = {}
+    for step in found:
+        root = root_of.get(step.caused_by[0], step.caused_by[0]) if step.caused_by else step.id
+        root_of[step.id] = root
+        groups.setdefault(root, []).append(step)
+    lines = []
+    for group in groups.values():
+        if len(group) == 1 and len(found) == 1:
+            continue
+        arrow = " → ".join(s.id for s in group)
+        advice = next((s.advice for s in group if s.role is Role.ROOT and s.advice), None)
+        lines.append(f"{arrow}: {advice}" if advice else arrow)
+    return lines

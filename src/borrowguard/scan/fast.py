@@ -33,12 +33,13 @@ class BlockScan:
     """What the anchor search found in one block; the block itself is kept only when it has candidates."""
 
     lines: int
-    """-1 when the block is kept: the scanner counts its lines while reading it."""
+    """-1 when there are candidates: the scanner counts the block's lines while reading it."""
     candidates: list[int]
     """Offsets in `block` of the starts of the lines to parse."""
     tail_timestamp: tuple[str, int] | None
     """The nearest timestamp above the block's end and how many lines above it is (for the next block)."""
-    block: bytes | None
+    block: bytes
+    """The block itself: a traceback still open from the previous block is read on into it."""
 
 
 class AnchorSearch:
@@ -87,7 +88,7 @@ def analyse(block: bytes, anchors: AnchorSearch, probes: tuple[re.Pattern[bytes]
         return BlockScan(-1, candidates, None, block)
     lines = block.count(b"\n") + (0 if not block or block.endswith(b"\n") else 1)
     after_last = len(block) if block.endswith(b"\n") else len(block) + 1
-    return BlockScan(lines, candidates, timestamp_before(block, after_last, TS_REACH), None)
+    return BlockScan(lines, candidates, timestamp_before(block, after_last, TS_REACH), block)
 
 
 def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[bytes]:
@@ -131,7 +132,10 @@ def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[bytes]:
 def clean(block: bytes) -> bytes:
     # One-byte searches are memchr-fast; "^[" (caret notation) is only looked for where a "^" is.
     if b"\x1b" in block or (b"^" in block and b"^[" in block):
-        # Colour codes can split an anchor ("Already \x1b[1mborrowed"); they never span lines.
+        # Colour codes can split an anchor ("Already \x1b[1mborrowed"); they never span lines. Codes kept
+        # as text ("ESC[1m", or "[1m" whose ESC a paste lost) are removed per line (normalize): looking
+        # for them here would cost more than the rest of the search, and they sit in prefixes, not inside
+        # the phrases the anchors are made of.
         return ANSI_BYTES.sub(b"", block)
     return block
 

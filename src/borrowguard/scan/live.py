@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
-from borrowguard.errors import BorrowguardError
-from borrowguard.scan.model import Hit
+from borrowguard._text import printable
+from borrowguard.errors import BorrowguardError, UserInputError
+from borrowguard.scan.model import Hit, excerpt
 from borrowguard.scan.normalize import decode
 from borrowguard.scan.readers import (
     READ_SIZE,
@@ -18,6 +24,7 @@ from borrowguard.scan.readers import (
     follow_file,
 )
 from borrowguard.scan.scanner import Scanner
+from borrowguard.scan.sources import GZIP_MAGIC, SNIFF, InputReport, not_text, open_stream, text_encoding
 
 
 def follow(
@@ -29,28 +36,64 @@ def follow(
     on_hit: Callable[[Hit], None] | None = None,
     poll_interval: float = 0.2,
     from_end: bool = False,
-) -> None:
+    report: InputReport | None = None,
+) -> InputReport:
     """Feed every line of every source into `scanner` until `stop` is set (or every source has ended:
     stdin at EOF, the command exited). `on_hit` is called for each hit, from the reading threads but
-    never concurrently. Errors of one source (a file that becomes unreadable) end only that source and
-    are noted in the scanner's warnings."""
+    never concurrently.
+
+    What happened to the sources goes to `report` (returned; apply it to `scanner.result()`): a command
+    that exits with an error, a source that fails, a command that writes nothing (warnings: not a clean
+    scan); a rotated .gz read once instead of followed, a binary file skipped, long lines (notes).
+    FIFOs and `<(...)` are read as streams. UserInputError when nothing can be followed."""
+    report = report if report is not None else InputReport()
     report_lock = threading.Lock()
     sources: list[tuple[str, Callable[[], Iterator[str]]]] = []
+    skipped: list[str] = []
     for inp in inputs:
+        name = inp.name
         if inp.path is None:
-            sources.append((inp.name, lambda: _stdin_lines(stop)))
+            sources.append((name, lambda: _stream_lines(sys.stdin.buffer, "<stdin>", stop, report)))
+            continue
+        path = inp.path
+        kind, why = _classify(path)
+        read_once = (name, lambda p=path, n=name: _open_stream_lines(p, n, stop, report))
+        if kind == "stream":
+            sources.append(read_once)  # type: ignore[arg-type]
+        elif kind == "gzip" and from_end:
+            skipped.append(name)
+            report.note(f"skipped {name}: gzip-compressed (a rotated log); --from-end skips what files hold")
+        elif kind == "gzip":
+            report.note(f"{name}: gzip-compressed (a rotated log): read once, decompressed, not followed")
+            sources.append(read_once)  # type: ignore[arg-type]
+        elif kind == "binary":
+            skipped.append(f"{name}: {why}")
+            report.note(f"skipped {name}: {why}")
         else:
-            path = inp.path
             sources.append(
-                (inp.name, lambda p=path: follow_file(p, stop, poll_interval, from_end=from_end))  # type: ignore[misc]
+                (name, lambda p=path, n=name: follow_file(  # type: ignore[misc]
+                    p, stop, poll_interval, from_end=from_end, on_note=report.note
+                ))
             )
-    if command:
+    exited: dict[str, int | None] = {}
+    command_name = f"$ {command}" if command is not None else None
+    if command is not None and command_name is not None:
         command_argv(command)  # a command that cannot run is the user's mistake, not a warning
-        sources.append((f"$ {command}", lambda: follow_command(command, stop)))
+        sources.append((command_name, lambda: follow_command(
+            command, stop, on_exit=lambda code: exited.update(code=code), on_note=report.note
+        )))
+    if not sources:
+        raise UserInputError(printable("nothing to follow: " + "; ".join(skipped[:3])))
+
+    counts: dict[str, int] = {name: 0 for name, _ in sources}
+    last: dict[str, str] = {}
 
     def pump(name: str, make: Callable[[], Iterator[str]]) -> None:
         try:
             for line in make():
+                counts[name] += 1
+                if line.strip():
+                    last[name] = line
                 hits = scanner.feed(line, source=name)
                 if hits and on_hit is not None:
                     with report_lock:
@@ -61,7 +104,7 @@ def follow(
                     with report_lock:
                         on_hit(hit)
         except (BorrowguardError, OSError) as exc:
-            scanner.warn(f"{name}: stopped following: {exc}")
+            report.fail(f"{name}: stopped following: {exc}")
 
     threads = [threading.Thread(target=pump, args=s, name=f"borrowguard-follow-{i}", daemon=True)
                for i, s in enumerate(sources)]
@@ -75,16 +118,78 @@ def follow(
         stop.set()
         for t in threads:
             t.join(timeout=5)
+    if command_name is not None:
+        _judge_command(command_name, exited, counts[command_name], last.get(command_name), report)
+    return report
 
 
-def _stdin_lines(stop: threading.Event) -> Iterator[str]:
-    # stdin cannot be polled portably; a pipe ends at EOF, which also ends this source.
+def _judge_command(
+    name: str, exited: dict[str, int | None], lines: int, last: str | None, report: InputReport
+) -> None:
+    """A log command that fails, ends early or never writes a line is reported, never a clean log."""
+    said = f"{lines:,} line{'s' if lines != 1 else ''}"
+    tail = f"; its last line: {excerpt(last, 160)!r}" if last else ""
+    if "code" not in exited:
+        if lines == 0:
+            report.warn(f"{name}: the command wrote nothing while it was followed: no log was scanned")
+        return
+    code = exited["code"]
+    if code is None:
+        report.warn(f"{name}: the command closed its output after {said} but did not exit{tail}")
+    elif code < 0:
+        try:
+            signame = signal.Signals(-code).name
+        except ValueError:
+            signame = f"signal {-code}"
+        report.fail(f"{name}: the command was killed by {signame} after {said}{tail}")
+    elif code != 0:
+        report.fail(f"{name}: the command failed (exit status {code}) after {said}{tail}")
+    elif lines == 0:
+        report.warn(f"{name}: the command ended (exit status 0) without writing a line: no log was scanned")
+    else:
+        report.note(f"{name}: the command ended by itself (exit status 0) after {said}; following stopped")
+
+
+def _classify(path: Path) -> tuple[str, str | None]:
+    """"stream" (a FIFO, `<(...)`, a device: read once, as it comes), "gzip" (a rotated log), "binary"
+    (with why), or "file" (followed as it grows; also when it does not exist yet)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return "file", None
+    if not stat.S_ISREG(st.st_mode):
+        return "stream", None
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(SNIFF)
+    except OSError:
+        return "file", None  # follow_file says what is wrong when it opens it
+    if head.startswith(GZIP_MAGIC):
+        return "gzip", None
+    if text_encoding(head)[0] is not None:
+        return "file", None
+    why = not_text(head)
+    return ("binary", why) if why else ("file", None)
+
+
+def _open_stream_lines(path: Path, name: str, stop: threading.Event, report: InputReport) -> Iterator[str]:
+    with open(path, "rb") as fh:  # a FIFO: blocks until its writer opens it, like `cat` would
+        yield from _stream_lines(fh, name, stop, report)
+
+
+def _stream_lines(fileobj: Any, name: str, stop: threading.Event, report: InputReport) -> Iterator[str]:
+    # A pipe cannot be polled portably; it ends at EOF, which also ends this source.
+    opened = open_stream(fileobj, name, live=True)
+    if opened.not_a_log:
+        report.note(f"skipped {name}: {opened.not_a_log}")
+        return
     splitter = LineSplitter()
     while not stop.is_set():
-        data = sys.stdin.buffer.read1(READ_SIZE)
+        data = opened.read1(READ_SIZE)
         if not data:
             break
         for raw in splitter.push(data):
             yield decode(raw)
     for raw in splitter.flush():
         yield decode(raw)
+    report.read(opened)

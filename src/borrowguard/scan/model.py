@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+from borrowguard._compat import StrEnum
+from borrowguard.knowledge.model import Confidence, Severity, jsonable
+from borrowguard.scan.server import ServerConfig
+
 MAX_EXCERPT = 300
 MAX_PROCESSES = 8
 MAX_DETAILS = 32
@@ -39,18 +42,20 @@ class Hit:
     """One occurrence of a known problem in one source."""
 
     id: str
-    severity: str
+    severity: Severity
     source: str
     line_no: int
     timestamp: str | None
     process: str | None
     text: str
     detail: str | None = None
+    confidence: Confidence = Confidence.HIGH
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "severity": self.severity,
+            "severity": self.severity.value,
+            "confidence": self.confidence.value,
             "source": self.source,
             "line": self.line_no,
             "timestamp": self.timestamp,
@@ -69,7 +74,7 @@ class Finding:
     """Every occurrence of one problem, aggregated in constant memory."""
 
     id: str
-    severity: str
+    severity: Severity
     title: str
     first: Hit
     last: Hit
@@ -80,6 +85,12 @@ class Finding:
     related: tuple[str, ...] = ()
     processes: list[str] = field(default_factory=list)
     details: Counter[str] = field(default_factory=Counter)
+    confidence: Confidence = Confidence.LOW
+    """The surest of its occurrences."""
+    cause: str | None = None
+    """For an engine death: EngineCore's own final exception, when the log shows it."""
+    via_tokenizer: bool = False
+    """For an engine death: the traceback of that exception runs through tokenizer frames."""
 
     def add(self, hit: Hit) -> None:
         self.count += 1
@@ -92,17 +103,17 @@ class Finding:
         if hit.detail is not None:
             key = hit.detail if hit.detail in self.details or len(self.details) < MAX_DETAILS else "other"
             self.details[key] += 1
+        if hit.confidence.rank > self.confidence.rank:
+            self.confidence = hit.confidence
 
     def copy(self) -> Finding:
-        return Finding(
-            self.id, self.severity, self.title, self.first, self.last, self.count, self.explanation,
-            self.remedies, self.references, self.related, list(self.processes), Counter(self.details),
-        )
+        return replace(self, processes=list(self.processes), details=Counter(self.details))
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
-            "severity": self.severity,
+            "severity": self.severity.value,
+            "confidence": self.confidence.value,
             "title": self.title,
             "count": self.count,
             "first": _where(self.first),
@@ -111,11 +122,23 @@ class Finding:
             "processes": list(self.processes),
             "excerpt": self.first.text,
             "details": dict(self.details.most_common()),
+            "cause": self.cause,
             "explanation": self.explanation,
             "remedies": list(self.remedies),
             "references": list(self.references),
             "related": list(self.related),
         }
+
+
+class Role(StrEnum):
+    """Where a problem stands in the causal chain."""
+
+    ROOT = "root"
+    """Nothing found explains it."""
+    CONSEQUENCE = "consequence"
+    """`caused_by` names what does."""
+    ENVIRONMENT = "environment"
+    """A problem of the installed stack that the log problem points at, from the knowledge base."""
 
 
 @dataclass(frozen=True)
@@ -124,20 +147,12 @@ class ChainStep:
 
     id: str
     title: str
-    role: str
-    """"root" (nothing found explains it), "consequence" (caused_by names what does), or "environment"
-    (a problem of the installed stack that the log problem points at, from the knowledge base)."""
+    role: Role
     caused_by: tuple[str, ...] = ()
     advice: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "role": self.role,
-            "caused_by": list(self.caused_by),
-            "advice": self.advice,
-        }
+        return jsonable(self)  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -147,15 +162,29 @@ class ScanResult:
     lines: int
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    server: ServerConfig | None = None
+    """The server's configuration, from its start-up lines, when the log has them."""
+    notes: list[str] = field(default_factory=list)
+    """About the input, not problems with it: lines cut to their ends, a UTF-16 log decoded, a binary
+    file skipped, a rotated .gz read once in follow mode."""
+    input_failed: bool = False
+    """A log source failed (a command exited with an error, a file became unreadable)."""
 
     @property
-    def worst(self) -> str | None:
-        return max((f.severity for f in self.findings), key=SEVERITY_RANK.__getitem__, default=None)
+    def input_exit_code(self) -> int:
+        """2: a log source failed; 1: the input is incomplete (`warnings`: a cut .gz, a command that wrote
+        nothing); 0: read as given. A scan whose input failed is never a clean bill."""
+        return 2 if self.input_failed else 1 if self.warnings else 0
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.findings), key=lambda s: s.rank, default=None)
 
     @property
     def exit_code(self) -> int:
         """0: nothing (or only info), 1: warnings, 2: errors."""
-        return {None: 0, "info": 0, "warning": 1, "error": 2}[self.worst]
+        worst = self.worst
+        return 0 if worst is None else {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}[worst]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -164,4 +193,7 @@ class ScanResult:
             "lines": self.lines,
             "sources": list(self.sources),
             "warnings": list(self.warnings),
+            "notes": list(self.notes),
+            "input_failed": self.input_failed,
+            "server": self.server.to_dict() if self.server is not None else None,
         }

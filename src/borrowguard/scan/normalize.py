@@ -1,8 +1,10 @@
 """Turn one raw log line into (message, timestamp, level, process), whatever wrapped it.
 
-Real logs arrive wrapped in layers, outermost first: ANSI colour codes (raw ESC or caret notation `^[[31m`
-from `cat -v`), a docker-compose `name  | ` or kubectl `[pod/name/container] ` prefix, a docker/kubectl ISO
-timestamp, vLLM process prefixes `(EngineCore_DP0 pid=5678) ` (nested for Ray workers), and a log header:
+Real logs arrive wrapped in layers, outermost first: ANSI colour codes (raw ESC, caret notation `^[[31m`
+from `cat -v`, the text `ESC[0;36m` some viewers store, or a bare `[36m` whose ESC a paste lost), a
+docker-compose `name  | `, Buildkite `  | ` or kubectl `[pod/name/container] ` prefix, torchrun's
+`[rank0]: ` labels, a docker/kubectl ISO timestamp, vLLM process prefixes `(EngineCore_DP0 pid=5678) `
+(nested for Ray workers), and a log header:
 vLLM V1 `INFO 07-07 20:12:44 [serving.py:311] `, V0 `INFO 07-07 20:12:44 metrics.py:295] `, uvicorn
 `INFO:     `, Python logging `2025-07-07 20:12:44,123 - name - ERROR - ` or `ERROR:name:`. Signatures and
 the traceback tracker see only the message, with its indentation kept (traceback frames are indented).
@@ -27,13 +29,19 @@ _ANSI_BODY = (
     r"|\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\|\^G)"  # OSC: titles, hyperlinks
     r"|[()][0-9A-Za-z]|[@-Z\\-_])"  # charset selection, two-byte escapes
 )
-ANSI = re.compile(r"(?:\x1b|\^\[)" + _ANSI_BODY)
-ANSI_BYTES = re.compile((r"(?:\x1b|\^\[)" + _ANSI_BODY).encode())
+_BARE_SGR = r"|(?<![\w\]])\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m"  # a colour code whose ESC was lost
+_ANSI_SOURCE = r"(?:\x1b|\^\[|ESC(?=\[))" + _ANSI_BODY + _BARE_SGR
+ANSI = re.compile(_ANSI_SOURCE)
+ANSI_BYTES = re.compile(_ANSI_SOURCE.encode())
+ANSI_HINTS = ("\x1b", "^[", "ESC[", "[0m")
+"""Substrings of which a line with colour codes contains at least one (a lost ESC leaves `[0m` resets)."""
 
 _CONTAINER = re.compile(
     r"(?:\[pod/(?P<pod>[^\s/\]]{1,253})/(?P<ctr>[^\s\]]{1,253})\]"  # kubectl logs --prefix
     r"|(?P<svc>[A-Za-z0-9][\w.-]{0,127}) {1,64}\|)(?: |$)"  # docker compose logs
 )
+_PIPE = re.compile(r" {0,8}\|(?: |$)")  # Buildkite and other nameless "  | " prefixes
+_RANK = re.compile(r"\[(?P<label>[\w.:-]{1,40})\]: ")  # torchrun "[rank0]: ", launcher "[vllm]: "
 _ISO = re.compile(
     r"\[?(?P<ts>\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?)(?:\]| - | |$)"
 )
@@ -44,7 +52,7 @@ _PROCESS = re.compile(
 _LEVELS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
 _VLLM = re.compile(
     rf"(?P<level>{_LEVELS}) (?P<ts>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{{1,6}})?) "
-    r"\[?[^\]\s]{1,256}:\d{1,7}\](?: |$)"
+    r"\[?[^\]\s]{1,256}:\d{1,7}\[?\](?: |$)"  # "[core.py:720[]": GitHub's markdown ate a bracket
 )
 _UVICORN = re.compile(rf"(?P<level>{_LEVELS}):(?: {{1,16}}|[\w.]{{0,128}}:)")
 _LEVEL_AFTER_TS = re.compile(rf"(?:[\w.\[\]-]{{1,64}} - )?(?P<level>{_LEVELS})(?: - |: | )")
@@ -72,14 +80,15 @@ def decode(raw: str | bytes) -> str:
             text = text[:HEAD] + ELLIPSIS + text[-HEAD:]
     text = text.rstrip("\r\n")
     if "\r" in text:
-        # Progress bars redraw with CR: what the terminal finally showed is the last non-empty segment.
-        segments = [s for s in text.split("\r") if s.strip()]
+        # Progress bars redraw with CR: what the terminal finally showed is the last non-empty segment
+        # (colour codes alone show nothing, so they are removed first, as the bulk reader removes them).
+        segments = [s for s in strip_ansi(text).split("\r") if s.strip()]
         text = segments[-1] if segments else ""
     return text
 
 
 def strip_ansi(text: str) -> str:
-    if "\x1b" in text or "^[" in text:
+    if any(h in text for h in ANSI_HINTS):
         return ANSI.sub("", text)
     return text
 
@@ -94,11 +103,26 @@ def normalize(raw: str | bytes) -> Line:
     if m:
         labels.append(f"{m['pod']}/{m['ctr']}" if m["pod"] else m["svc"])
         text = text[m.end() :]
+    elif text[:1] in (" ", "|"):
+        m = _PIPE.match(text)
+        if m:
+            text = text[m.end() :]
+    for _ in range(2):
+        if text[:1] != "[":
+            break
+        m = _RANK.match(text)
+        if not m:
+            break
+        labels.append(m["label"])
+        text = text[m.end() :]
     if text[:1].isdigit() or text[:1] == "[":
         m = _ISO.match(text)
         if m:
             timestamp = m["ts"]
             text = text[m.end() :]
+    if text[:1] == " " and text.lstrip(" ")[:1] == "(":
+        stripped = text.lstrip(" ")  # a colour code whose ESC was lost leaves a blank before the prefix
+        text = stripped if _PROCESS.match(stripped) else text
     for _ in range(4):  # Ray workers nest: (EngineCore pid=1) (RayWorkerProc pid=2, ip=10.0.0.5)
         if text[:1] != "(":
             break

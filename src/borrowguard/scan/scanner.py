@@ -8,34 +8,39 @@ Two ways in, one set of rules:
   search and runs only the lines around them through the same per-line path (a whole traceback when one
   is open). Lines without an anchor cannot start an occurrence, so the findings are the same; only a
   timestamp that a line inherits from far above it can be missed.
+
+Besides the signatures, every line passes the server watch (start-up phase and configuration, see
+`scan.server`): occurrences of a signature with `startup = "ignore"` are held back until it is clear
+that the server was not starting when they were logged.
 """
 
 from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from borrowguard.knowledge import KnowledgeBase, load
+from borrowguard.knowledge.model import Confidence
 from borrowguard.knowledge.signatures import Signature, compile_signatures, minimal_anchors
-from borrowguard.scan import fast
+from borrowguard.scan import fast, server
 from borrowguard.scan.chain import build_chain
 from borrowguard.scan.fast import TS_REACH, BlockScan
-from borrowguard.scan.model import SEVERITY_RANK, Finding, Hit, ScanResult, excerpt
+from borrowguard.scan.model import Finding, Hit, ScanResult, excerpt
 from borrowguard.scan.normalize import Line, normalize
-from borrowguard.scan.tracebacks import MAX_WINDOW_LINES, MAX_WINDOWS, Kind, Window, classify, exception_line
+from borrowguard.scan.record import engine_causes, record
+from borrowguard.scan.state import SourceState, Stall
+from borrowguard.scan.tracebacks import (
+    MAX_WINDOW_LINES,
+    MAX_WINDOWS,
+    Kind,
+    Window,
+    classify,
+    exception_line,
+    tokenizer_frame,
+)
 
 MAX_WARNINGS = 20
-
-
-@dataclass
-class _Source:
-    name: str
-    line_no: int = 0
-    last_ts: tuple[str, int] | None = None
-    windows: dict[str | None, Window] = field(default_factory=dict)
 
 
 class Scanner:
@@ -51,13 +56,14 @@ class Scanner:
         self.signatures: tuple[Signature, ...] = compile_signatures(self.kb)
         # Two equivalent ways to find the lines worth parsing: every anchor in one Aho-Corasick pass
         # (ahocorasick-rs installed), or one substring search per anchor plus regex probes where an anchor
-        # would be common (stdlib only). See knowledge.signatures.
-        search = fast.AnchorSearch(minimal_anchors(a.encode() for s in self.signatures for a in s.anchors))
+        # would be common (stdlib only). The server watch's start-up lines are anchors too.
+        extra = server.ANCHORS
+        search = fast.AnchorSearch(minimal_anchors(a.encode() for a in (*extra, *self._anchors("anchors"))))
         if search.accelerated:
             self.probes: tuple[str, ...] = ()
         else:
             search = fast.AnchorSearch(
-                minimal_anchors(a.encode() for s in self.signatures for a in s.find_anchors), accelerate=False
+                minimal_anchors(a.encode() for a in (*extra, *self._anchors("find_anchors"))), accelerate=False
             )
             self.probes = tuple(dict.fromkeys(p for s in self.signatures for p in s.probes))
         self._anchor_search = search
@@ -65,23 +71,25 @@ class Scanner:
         self._probe_bytes = tuple(re.compile(p.encode()) for p in self.probes)
         self._message_sigs = tuple(s for s in self.signatures if s.message)
         self._frame_sigs = tuple(i for i, s in enumerate(self.signatures) if s.frames)
+        self._stall_sigs = tuple(i for i, s in enumerate(self.signatures) if s.stall)
+        self._server = server.ServerWatch()
         self._findings: dict[str, Finding] = {}
-        self._sources: dict[str, _Source] = {}
+        self._sources: dict[str, SourceState] = {}
         self._lines = 0
         self._warnings: list[str] = []
         self._lock = threading.RLock()
+
+    def _anchors(self, name: str) -> list[str]:
+        return [a for s in self.signatures for a in getattr(s, name)]
 
     # ---- input ------------------------------------------------------------------------------------
 
     def feed(self, line: str | bytes, source: str = "log") -> list[Hit]:
         """One line (without or with its newline); the hits it completes, which may include an earlier
-        traceback of the same process that this line ends."""
+        traceback of the same process that this line ends, or an earlier occurrence held back until it was
+        clear that the server was not starting."""
         with self._lock:
             return self._process(self._source(source), line)
-
-    def feed_lines(self, lines: Iterable[str | bytes], source: str = "log") -> None:
-        for line in lines:
-            self.feed(line, source)
 
     def scan_stream(self, stream: BinaryIO, source: str) -> None:
         """A whole binary stream (file, gzip, stdin) by the fast path; closes its tracebacks at the end."""
@@ -92,7 +100,8 @@ class Scanner:
             self._finish(st)
 
     def finish(self, source: str | None = None) -> list[Hit]:
-        """End of input for `source` (all when None): tracebacks still open count as cut off."""
+        """End of input for `source` (all when None): tracebacks still open count as cut off, a stall
+        marker with nothing after it is a hang, held-back occurrences count."""
         with self._lock:
             hits: list[Hit] = []
             for st in [self._sources[source]] if source in self._sources else list(self._sources.values()):
@@ -107,33 +116,43 @@ class Scanner:
 
     # ---- output -----------------------------------------------------------------------------------
 
-    def result(self) -> ScanResult:
-        """Findings so far (tracebacks still open count as cut off, without closing them), worst first."""
+    def result(self, min_confidence: Confidence | str = Confidence.LOW) -> ScanResult:
+        """Findings so far (open tracebacks, stalls and held-back occurrences counted as at the end of the
+        input, without ending it), worst first; only those at least as sure as `min_confidence`."""
+        floor = Confidence(min_confidence)
         with self._lock:
             findings = {k: f.copy() for k, f in self._findings.items()}
             for st in self._sources.values():
-                for key, win in st.windows.items():
-                    for hit in self._evaluate(st, key, win, None):
-                        _record(findings, hit, self.kb)
-            seen = list(findings.values())  # in order of first occurrence: ties in the chain keep it
-            ordered = sorted(seen, key=lambda f: -SEVERITY_RANK[f.severity])
+                for hit in self._pending_hits(st):
+                    record(findings, hit, self.kb)
+            engine_causes(findings, self._sources)
+            seen = [f for f in findings.values() if f.confidence.rank >= floor.rank]
+            ordered = sorted(seen, key=lambda f: -f.severity.rank)  # stable: first occurrence breaks ties
+            config = self._server.config()
             return ScanResult(
                 findings=ordered,
-                chain=build_chain(seen, self.kb),
+                chain=build_chain(seen, self.kb, config),
                 lines=self._lines,
                 sources=list(self._sources),
                 warnings=list(self._warnings),
+                server=config,
             )
+
+    def _pending_hits(self, st: SourceState) -> list[Hit]:
+        hits = list(st.pending)
+        for key, win in st.windows.items():
+            hits += self._evaluate(st, key, win, None)
+        return hits + self._stall_hits(st)
 
     # ---- the per-line path ------------------------------------------------------------------------
 
-    def _source(self, name: str) -> _Source:
+    def _source(self, name: str) -> SourceState:
         st = self._sources.get(name)
         if st is None:
-            st = self._sources[name] = _Source(name)
+            st = self._sources[name] = SourceState(name)
         return st
 
-    def _process(self, st: _Source, raw: str | bytes) -> list[Hit]:
+    def _process(self, st: SourceState, raw: str | bytes) -> list[Hit]:
         st.line_no += 1
         self._lines += 1
         n = st.line_no
@@ -143,18 +162,29 @@ class Scanner:
             ts: str | None = line.timestamp
         else:
             ts = st.last_ts[0] if st.last_ts is not None and n - st.last_ts[1] <= TS_REACH else None
+        hits = self._record_all(st.due())
+        phase = self._server.observe(line.message)
+        if phase is not None:
+            hits += self._record_all(st.on_phase(phase))
+        if self._stall_sigs:
+            self._watch_stalls(st, line, n, ts)
+        return hits + self._traceback_step(st, line, n, ts)
+
+    def _traceback_step(self, st: SourceState, line: Line, n: int, ts: str | None) -> list[Hit]:
         key = line.process
-        kind = classify(line.message)
+        message = line.message
+        kind = classify(message)
         hits: list[Hit] = []
         win = st.windows.get(key)
         if win is not None:
             win.lines += 1
+            if kind is Kind.OTHER and win.flat and _flat_code(line):
+                kind = Kind.INDENTED  # an unindented code line of a paste that lost its indentation
             if kind is Kind.OTHER:
                 # The line after a traceback: its exception line (counted once per traceback) or a cut.
                 hits += self._match(st, line, n, ts, win)
-                exc = line.message if exception_line(line.message) else None
-                hits += self._close(st, key, win, exc)
-                return hits
+                exc = message if exception_line(message) else None
+                return hits + self._close(st, key, win, exc)
             if kind is Kind.HEADER or win.lines > MAX_WINDOW_LINES:
                 hits += self._close(st, key, win, None)
                 win = None
@@ -163,35 +193,39 @@ class Scanner:
         if win is not None and kind is not Kind.HEADER:
             # Frames and source lines are code, not messages: `if "Already borrowed" in str(e):` in a
             # traceback is not an occurrence. They only count through `frames`.
-            self._advance(win, line.message, n, ts)
+            if kind is Kind.FRAME:
+                win.flat = win.flat or message[:1] == "F"
+                win.tokenizer = win.tokenizer or tokenizer_frame(message)
+            self._advance(win, message, n, ts)
             return hits
-        hits += self._match(st, line, n, ts, win)
-        return hits
+        return hits + self._match(st, line, n, ts, win)
 
-    def _open(self, st: _Source, key: str | None, n: int) -> Window:
+    def _open(self, st: SourceState, key: str | None, n: int) -> Window:
         if len(st.windows) >= MAX_WINDOWS:
             oldest = next(iter(st.windows))
             # Recorded; the caller of this line does not see the hits of an evicted traceback.
             self._close(st, oldest, st.windows[oldest], None)
-        win = st.windows[key] = Window(start_line=n)
+        win = st.windows[key] = Window(start_line=n, context=set(st.context_for(key, n)))
         return win
 
     def _advance(self, win: Window, message: str, n: int, ts: str | None) -> None:
         for i in self._frame_sigs:
             frames = self.signatures[i].frames
             done = win.progress.get(i, 0)
-            if done < len(frames) and frames[done].search(message):
-                win.progress[i] = done + 1
+            # several steps may match one line: a paste can glue the code onto its frame line
+            while done < len(frames) and frames[done].search(message):
                 if done == 0:
                     win.frames_at[i] = (n, ts, [message.strip()])
-                else:
+                elif win.frames_at[i][2][-1] != message.strip():
                     win.frames_at[i][2].append(message.strip())
+                done += 1
+            win.progress[i] = done
 
-    def _match(self, st: _Source, line: Line, n: int, ts: str | None, win: Window | None) -> list[Hit]:
+    def _match(self, st: SourceState, line: Line, n: int, ts: str | None, win: Window | None) -> list[Hit]:
         message = line.message
         hits: list[Hit] = []
         for sig in self._message_sigs:
-            if not any(a in message for a in sig.message_anchors):
+            if not any(a in message for a in sig.anchors):
                 continue
             for pattern in sig.message:
                 m = pattern.search(message)
@@ -205,55 +239,105 @@ class Scanner:
                 if sig.problem_id in win.counted:
                     continue
                 win.counted.add(sig.problem_id)
-            detail = m.groupdict().get("detail")
-            hits.append(
-                Hit(sig.problem_id, sig.severity, st.name, n, ts, line.process, excerpt(message), detail)
+            detail = sig.detail or m.groupdict().get("detail")
+            hit = Hit(
+                sig.problem_id, sig.severity, st.name, n, ts, line.process, excerpt(message), detail,
+                sig.confidence,
             )
-        for hit in hits:
-            _record(self._findings, hit, self.kb)
-        return hits
+            if sig.ignore_startup and st.starting is not False:
+                if st.starting is None:
+                    st.hold(hit)  # counts once it is clear the server was not starting
+                continue
+            hits.append(hit)
+        st.note_recent(line.process, n, {h.id for h in hits})
+        return self._record_all(hits)
 
-    def _evaluate(self, st: _Source, key: str | None, win: Window, exc: str | None) -> list[Hit]:
+    def _evaluate(self, st: SourceState, key: str | None, win: Window, exc: str | None) -> list[Hit]:
         hits: list[Hit] = []
-        counted = set(win.counted)
-        for i, (n0, ts0, texts) in win.frames_at.items():
+        counted = win.counted | win.context
+        for i, (n0, ts0, texts) in sorted(win.frames_at.items()):  # in rule order: the first rule's excerpt
             sig = self.signatures[i]
             if win.progress[i] < len(sig.frames) or sig.problem_id in counted:
                 continue
-            if exc is not None and (
-                sig.excluded(exc) or not any(p.search(exc) for p in (*sig.raises, *sig.message))
-            ):
+            confirm = (*sig.raises, *sig.message)
+            if exc is not None and (sig.excluded(exc) or (confirm and not any(p.search(exc) for p in confirm))):
+                continue
+            confidence = sig.confidence if exc is not None else sig.when_cut
+            if confidence is None:
                 continue
             counted.add(sig.problem_id)
             text = " | ".join(texts) + ("" if exc is not None else " | (cut before the exception)")
-            hits.append(Hit(sig.problem_id, sig.severity, st.name, n0, ts0, key, excerpt(text)))
+            hits.append(Hit(sig.problem_id, sig.severity, st.name, n0, ts0, key, excerpt(text), sig.detail, confidence))
         return hits
 
-    def _close(self, st: _Source, key: str | None, win: Window, exc: str | None) -> list[Hit]:
+    def _close(self, st: SourceState, key: str | None, win: Window, exc: str | None) -> list[Hit]:
         del st.windows[key]
+        if exc is not None:
+            st.end_traceback(st.line_no, key, excerpt(exc), win.tokenizer)
         hits = self._evaluate(st, key, win, exc)
-        for hit in hits:
-            _record(self._findings, hit, self.kb)
+        # a traceback chained from this one ("During handling of the above exception...") is the same occurrence
+        st.note_recent(key, st.line_no, win.counted | win.context | {h.id for h in hits})
+        return self._record_all(hits)
+
+    def _watch_stalls(self, st: SourceState, line: Line, n: int, ts: str | None) -> None:
+        message = line.message
+        for i in self._stall_sigs:
+            sig = self.signatures[i]
+            if not any(a in message for a in sig.anchors):
+                continue
+            if any(p.search(message) for p in sig.resume):
+                st.stalls.pop(i, None)
+            elif any(p.search(message) for p in sig.stall):
+                st.stalls[i] = Stall(n, ts, line.process, excerpt(message))
+
+    def _stall_hits(self, st: SourceState) -> list[Hit]:
+        hits = []
+        for i, stall in st.stalls.items():
+            sig = self.signatures[i]
+            if st.line_no - stall.line_no <= sig.stall_lines:
+                hits.append(
+                    Hit(sig.problem_id, sig.severity, st.name, stall.line_no, stall.timestamp, stall.process,
+                        stall.text, sig.detail, sig.confidence)
+                )
         return hits
 
-    def _finish(self, st: _Source) -> list[Hit]:
+    def _finish(self, st: SourceState) -> list[Hit]:
         hits: list[Hit] = []
         for key, win in list(st.windows.items()):
             hits += self._close(st, key, win, None)
+        held, st.pending = st.pending, []
+        hits += self._record_all(held + self._stall_hits(st))
+        st.stalls.clear()
+        return hits
+
+    def _record_all(self, hits: list[Hit]) -> list[Hit]:
+        for hit in hits:
+            record(self._findings, hit, self.kb)
+            st = self._sources.get(hit.source)
+            if st is not None and st.stalls:
+                # an error after a stall marker: the log says what went wrong, it is not a silent hang
+                for i in [i for i in st.stalls if self.signatures[i].problem_id == hit.id]:
+                    del st.stalls[i]
         return hits
 
     # ---- the fast path ----------------------------------------------------------------------------
 
-    def _apply(self, st: _Source, scan: BlockScan) -> None:
-        if scan.block is None:
-            st.line_no += scan.lines
-            self._lines += scan.lines
+    def _apply(self, st: SourceState, scan: BlockScan) -> None:
+        if st.windows:  # a traceback open at the end of the previous block goes on in this one
+            self._scan_block(st, scan.block, [0, *scan.candidates])
+            return
+        if not scan.candidates:
+            self._skip(st, scan.lines)
             if scan.tail_timestamp is not None:
                 st.last_ts = (scan.tail_timestamp[0], st.line_no + 1 - scan.tail_timestamp[1])
             return
         self._scan_block(st, scan.block, scan.candidates)
 
-    def _scan_block(self, st: _Source, block: bytes, candidates: list[int]) -> None:
+    def _skip(self, st: SourceState, lines: int) -> None:
+        st.line_no += lines
+        self._lines += lines
+
+    def _scan_block(self, st: SourceState, block: bytes, candidates: list[int]) -> None:
         """Lines of `block` (complete lines) through the per-line path only where an anchor is, plus
         every line of a traceback that one of them is in or opens."""
         pos = 0
@@ -263,9 +347,7 @@ class Scanner:
                 continue  # already read as part of the previous region
             start = fast.region_start(block, candidate, pos)
             if start > pos:
-                skipped = block.count(b"\n", pos, start)
-                st.line_no += skipped
-                self._lines += skipped
+                self._skip(st, block.count(b"\n", pos, start))
                 found = fast.timestamp_before(block, start, TS_REACH)
                 if found is not None:
                     st.last_ts = (found[0], st.line_no + 1 - found[1])
@@ -275,12 +357,10 @@ class Scanner:
                 stop = end if nl == -1 else nl
                 self._process(st, block[pos:stop])
                 pos = stop + 1
-                if not st.windows:
+                if pos > candidate and not st.windows:
                     break
         if pos < end:
-            skipped = block.count(b"\n", pos) + (0 if block.endswith(b"\n") else 1)
-            st.line_no += skipped
-            self._lines += skipped
+            self._skip(st, block.count(b"\n", pos) + (0 if block.endswith(b"\n") else 1))
             # The next block's first lines may inherit a timestamp from this block's skipped tail.
             after_last = end if block.endswith(b"\n") else end + 1
             found = fast.timestamp_before(block, after_last, TS_REACH)
@@ -288,21 +368,7 @@ class Scanner:
                 st.last_ts = (found[0], st.line_no + 1 - found[1])
 
 
-def _record(findings: dict[str, Finding], hit: Hit, kb: KnowledgeBase) -> None:
-    finding = findings.get(hit.id)
-    if finding is not None:
-        finding.add(hit)
-        return
-    problem = kb.get(hit.id)
-    finding = findings[hit.id] = Finding(
-        id=hit.id,
-        severity=hit.severity,
-        title=problem.title if problem else hit.id,
-        first=hit,
-        last=hit,
-        explanation=problem.explanation if problem else "",
-        remedies=problem.remedies if problem else (),
-        references=problem.references if problem else (),
-        related=problem.related if problem else (),
-    )
-    finding._note(hit)
+def _flat_code(line: Line) -> bool:
+    """In a traceback that lost its indentation: a line without a log header that is not an exception
+    line is the code of the frame above it."""
+    return line.level is None and line.timestamp is None and bool(line.message) and not exception_line(line.message)

@@ -15,6 +15,6 @@ routes), runner (start in this process), process (start as a subprocess).
 from __future__ import annotations
 
 from borrowguard.server.config import DEFAULT_MODEL, ServerConfig
-from borrowguard.server.process import HTTPReply, ServerProcess, ServerStartError
+from borrowguard.server.process import ServerProcess, ServerStartError
 
-__all__ = ["DEFAULT_MODEL", "HTTPReply", "ServerConfig", "ServerProcess", "ServerStartError"]
+__all__ = ["DEFAULT_MODEL", "ServerConfig", "ServerProcess", "ServerStartError"]

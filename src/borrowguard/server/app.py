@@ -7,12 +7,11 @@ size limit before it is parsed, and no pydantic validation sits on the hot path.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
@@ -21,6 +20,7 @@ from starlette.requests import ClientDisconnect
 
 from borrowguard._version import __version__
 from borrowguard.server import logs
+from borrowguard.server.completions import SSE_HEADERS, add_routes
 from borrowguard.server.engine import Completion, StubEngine
 from borrowguard.server.frontend import FrontEnd, Prompt
 from borrowguard.server.metrics import CONTENT_TYPE, Metrics, MetricsMiddleware
@@ -32,12 +32,13 @@ from borrowguard.server.protocol import (
     parse_chat,
     parse_json,
     parse_tokenize,
+    sse,
 )
 
 OWNED_BY = "borrowguard-stub-engine"
 # Bodies above this are parsed off the event loop so one large image request does not stall the others.
 _PARSE_INLINE_BYTES = 256 * 1024
-_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+T = TypeVar("T")
 
 
 @dataclass
@@ -85,6 +86,13 @@ def create_app(state: ServerState) -> FastAPI:
             return await asyncio.to_thread(parse_json, body)
         return parse_json(body)
 
+    async def off_loop_if_tools(parse: Callable[[Any], T], body: Any) -> T:
+        # jsonschema checks each tool schema the first time it is seen (about 0.2 ms per sub-schema):
+        # a request with tools is parsed on a thread, so one large tool set does not stall the others.
+        if isinstance(body, dict) and body.get("tools"):
+            return await asyncio.to_thread(parse, body)
+        return parse(body)
+
     def check_model(model: str | None) -> None:
         if model is not None and model != state.model:
             raise bad(f"The model `{model}` does not exist; this server serves `{state.model}`.",
@@ -102,11 +110,12 @@ def create_app(state: ServerState) -> FastAPI:
     async def tokenize(request: Request) -> Response:
         request_id = f"tokenize-{uuid.uuid4().hex}"
         try:
-            req = parse_tokenize(await read_json(request))
+            req = await off_loop_if_tools(parse_tokenize, await read_json(request))
             check_model(req.model)
             if req.chat is not None:
                 tokens = (await state.frontend.chat_prompt(req.chat)).token_ids
             else:
+                state.frontend.check_prompt_chars(len(req.prompt or ""))
                 tokens = await state.frontend.run(state.frontend.encode_text, req.prompt or "",
                                                   req.add_special_tokens)
         except APIError as exc:
@@ -120,8 +129,10 @@ def create_app(state: ServerState) -> FastAPI:
     async def chat_completions(request: Request) -> Response:
         request_id = f"chatcmpl-{uuid.uuid4().hex}"
         try:
-            chat = parse_chat(await read_json(request))
+            chat = await off_loop_if_tools(parse_chat, await read_json(request))
             check_model(chat.model)
+            if chat.bad_words:
+                state.frontend.encode_bad_words(chat.bad_words)  # on the event loop, as vLLM does
             prompt = await state.frontend.chat_prompt(chat)
             completion = await state.engine.complete(chat)
         except APIError as exc:
@@ -132,10 +143,11 @@ def create_app(state: ServerState) -> FastAPI:
         state.metrics.completion_tokens += completion.completion_tokens
         if chat.stream:
             chunks = _stream(state, request_id, chat, prompt, completion)
-            return StreamingResponse(chunks, media_type="text/event-stream", headers=_SSE_HEADERS)
+            return StreamingResponse(chunks, media_type="text/event-stream", headers=SSE_HEADERS)
         await state.engine.pace(completion.completion_tokens)
         return JSONResponse(_response(state.model, request_id, prompt, completion))
 
+    add_routes(app, state, read_json, check_model, failed)
     return app
 
 
@@ -207,7 +219,7 @@ async def _stream(state: ServerState, request_id: str, chat: ChatRequest, prompt
         }
         if chat.include_usage:
             chunk["usage"] = None
-        return _sse(chunk)
+        return sse(chunk)
 
     yield event({"role": "assistant", "content": ""})
     if completion.tool_calls:
@@ -223,11 +235,6 @@ async def _stream(state: ServerState, request_id: str, chat: ChatRequest, prompt
                 yield event({"content": piece})
     yield event({}, completion.finish_reason)
     if chat.include_usage:
-        yield _sse({"id": request_id, "object": "chat.completion.chunk", "created": created,
+        yield sse({"id": request_id, "object": "chat.completion.chunk", "created": created,
                     "model": state.model, "choices": [], "usage": _usage(prompt, completion)})
     yield b"data: [DONE]\n\n"
-
-
-def _sse(payload: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
-

@@ -10,6 +10,10 @@ from borrowguard.errors import UserInputError
 
 DEFAULT_MODEL = "borrowguard-stub"
 DEFAULT_PORT = 8000
+# Set by the process that starts the server with a pipe on its stdin (verify): that end of the pipe closes
+# when the starter dies, however it dies (SIGKILL included), and the server then stops instead of
+# listening on as an orphan.
+WATCH_STDIN_ENV = "BORROWGUARD_SERVE_WATCH_STDIN"
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from borrowguard.server.frontend import FrontEnd
-from borrowguard.server.protocol import ChatRequest, Tool
-from borrowguard.server.tools import example_arguments
+from borrowguard.server.protocol import ChatRequest, Tool, bad
+from borrowguard.server.tools import ToolArgumentsError, example_arguments
 
 NAME = "stub"
 REPLY = (
@@ -93,7 +93,10 @@ class StubEngine:
 
     def _tool_completion(self, tool: Tool) -> Completion:
         # On the tokenization pool: the model would emit this text; count and stream it with real tokens.
-        arguments = json.dumps(example_arguments(tool.parameters), ensure_ascii=False)
+        try:
+            arguments = json.dumps(example_arguments(tool.parameters), ensure_ascii=False)
+        except ToolArgumentsError as exc:  # too large, or a constraint the stub does not model
+            raise bad(f"tool {tool.name!r}: {exc}", param="tools", code="unsupported_tool_schema") from None
         emitted = f'<tool_call>\n{{"name": {json.dumps(tool.name)}, "arguments": {arguments}}}\n</tool_call>'
         total = len(self.frontend.encode_text(emitted))
         argument_ids = self.frontend.encode_text(arguments)

@@ -23,7 +23,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from borrowguard.errors import UserInputError
-from borrowguard.server.images import ImageBounds, ImageError, load_bytes, patch_count
+from borrowguard.server.images import (
+    ImageBounds,
+    ImageError,
+    fetch_remote,
+    is_remote,
+    load_bytes,
+    patch_count,
+)
 from borrowguard.server.protocol import ChatRequest, bad
 
 IMAGE_PAD = "<|image_pad|>"
@@ -60,6 +67,13 @@ class FrontEnd:
         limit = getattr(tokenizer, "model_max_length", None)
         # transformers uses a huge sentinel when the tokenizer does not know its model's context length.
         self.max_model_len = limit if isinstance(limit, int) and 0 < limit < 10**7 else DEFAULT_MAX_MODEL_LEN
+        # No prompt that fits the context can be longer than this many characters: each token stands for
+        # at most `longest_token` of them. Longer ones are refused before the tokenizer sees them, so a
+        # 20 MB message costs a length check, not a minute of tokenizing and gigabytes of token ids.
+        # (A normaliser that deletes characters, as WordPiece does with whitespace, could make a longer
+        # text fit; a prompt that is mostly whitespace is refused all the same.)
+        self.longest_token = _longest_token(tokenizer)
+        self.max_prompt_chars = self.max_model_len * self.longest_token
         self._pad_for_processor = "longest" if getattr(tokenizer, "pad_token", None) is not None else False
         self._text_pool = ThreadPoolExecutor(workers, thread_name_prefix="bg-tokenizer")
         self._image_pool = ThreadPoolExecutor(1, thread_name_prefix="bg-image")
@@ -73,10 +87,25 @@ class FrontEnd:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._text_pool, functools.partial(fn, *args, **kwargs))
 
+    def check_prompt_chars(self, chars: int) -> None:
+        """Refuse (400) a prompt text too long to fit the context whatever it tokenizes to."""
+        if chars > self.max_prompt_chars:
+            raise bad(f"This model's maximum context length is {self.max_model_len} tokens. However, your "
+                      f"prompt is {chars} characters long, more than {self.max_model_len} tokens can hold (no "
+                      f"token of this tokenizer is longer than {self.longest_token} characters); it was "
+                      "refused before tokenization.", param="messages")
+
     async def chat_prompt(self, chat: ChatRequest) -> Prompt:
+        self.check_prompt_chars(chat.text_chars)  # on the event loop: costs nothing, spares the pool
+        if chat.truncate_prompt_tokens is not None and chat.truncate_prompt_tokens > self.max_model_len:
+            # As vLLM answers; and the tokenizer's backend cannot even hold a limit past 2**64 (a 500).
+            raise bad(f"truncate_prompt_tokens value ({chat.truncate_prompt_tokens}) is greater than "
+                      f"max_model_len ({self.max_model_len}). Please, select a smaller truncation size.",
+                      param="truncate_prompt_tokens")
         if chat.image_urls:
+            fetched = await self._fetch_remote(chat.image_urls)
             loop = asyncio.get_running_loop()
-            prompt = await loop.run_in_executor(self._image_pool, self._multimodal_prompt, chat)
+            prompt = await loop.run_in_executor(self._image_pool, self._multimodal_prompt, chat, fetched)
         else:
             prompt = await self.run(self._text_prompt, chat)
         if len(prompt.token_ids) > self.max_model_len:
@@ -84,7 +113,52 @@ class FrontEnd:
                       f"messages resulted in {len(prompt.token_ids)} tokens.", param="messages")
         return prompt
 
+    async def _fetch_remote(self, urls: list[str]) -> dict[int, bytes]:
+        # On the event loop, with aiohttp: a slow image server holds this request, not the image thread.
+        if not self.allow_remote_images:
+            return {}  # load_bytes refuses remote URLs with the message that says how to allow them
+        fetched: dict[int, bytes] = {}
+        for i, url in enumerate(urls):
+            if is_remote(url):
+                try:
+                    fetched[i] = await fetch_remote(url, self.bounds)
+                except ImageError as exc:
+                    raise bad(f"image {i}: {exc}", param="messages", code="invalid_image") from None
+        return fetched
+
+    def encode_bad_words(self, words: list[str]) -> list[list[int]]:
+        """vLLM (0.17–0.20) encodes `bad_words` on the event loop while the renderer's threads encode
+        prompts: called from the event loop here too, on purpose, so that the reference server races where
+        vLLM does (each word with and without a leading space, no special tokens)."""
+        return [self.encode_text(prefix + word) for word in words for prefix in ("", " ")]
+
+    async def completion_prompt(self, prompt: str, max_tokens: int, truncate_prompt_tokens: int | None) -> Prompt:
+        """/v1/completions as vLLM tokenizes it: special tokens added, truncated at the request's limit."""
+        self.check_prompt_chars(len(prompt))
+        if truncate_prompt_tokens is not None and truncate_prompt_tokens > self.max_model_len:
+            raise bad(f"truncate_prompt_tokens value ({truncate_prompt_tokens}) is greater than "
+                      f"max_model_len ({self.max_model_len}). Please, select a smaller truncation size.",
+                      param="truncate_prompt_tokens")
+        room = self.max_model_len - max_tokens
+        if room < 1:
+            raise bad(f"max_tokens={max_tokens} cannot be greater than max_model_len={self.max_model_len}. "
+                      "Please request fewer output tokens.", param="max_tokens")
+        limit = truncate_prompt_tokens if truncate_prompt_tokens and truncate_prompt_tokens > 0 else room + 1
+        ids = await self.run(self._encode_truncated, prompt, limit)
+        if len(ids) > room:
+            raise bad(f"This model's maximum context length is {self.max_model_len} tokens. However, you "
+                      f"requested {max_tokens} output tokens and your prompt contains at least {len(ids)} "
+                      "input tokens. Please reduce the length of the input prompt.", param="prompt")
+        return Prompt(ids)
+
     # -- runs on the tokenization pool ---------------------------------------------------------------
+
+    def _encode_truncated(self, text: str, limit: int) -> list[int]:
+        encoding = self.tokenizer(text, add_special_tokens=True, truncation=True, max_length=limit)
+        return list(encoding["input_ids"])
+
+    def detokenize(self, token_ids: list[int]) -> str:
+        return self.tokenizer.decode(token_ids)
 
     def render(self, chat: ChatRequest) -> str:
         from jinja2 import TemplateError
@@ -127,24 +201,29 @@ class FrontEnd:
         return pieces
 
     def _text_prompt(self, chat: ChatRequest) -> Prompt:
-        return Prompt(self.encode_prompt(self.render(chat), chat.truncate_prompt_tokens))
+        text = self.render(chat)
+        self.check_prompt_chars(len(text))  # the template adds tools and markup to the messages' text
+        return Prompt(self.encode_prompt(text, chat.truncate_prompt_tokens))
 
     # -- runs on the image thread --------------------------------------------------------------------
 
-    def _multimodal_prompt(self, chat: ChatRequest) -> Prompt:
+    def _multimodal_prompt(self, chat: ChatRequest, fetched: dict[int, bytes]) -> Prompt:
+        text = self.render(chat)
+        self.check_prompt_chars(len(text))  # before any image is decoded
         counts = []
         for i, url in enumerate(chat.image_urls):
             try:
-                data = load_bytes(url, self.bounds, self.allow_remote_images)
+                data = fetched[i] if i in fetched else load_bytes(url, self.bounds, self.allow_remote_images)
                 counts.append(patch_count(data, self.bounds))
             except ImageError as exc:
                 raise bad(f"image {i}: {exc}", param="messages", code="invalid_image") from None
-        text = self.render(chat)
         segments = text.split(IMAGE_PAD)
         if len(segments) != len(counts) + 1:
             raise bad(f"the rendered prompt holds {len(segments) - 1} {IMAGE_PAD} placeholders for "
                       f"{len(counts)} images (a tokenizer whose template does not render images, or "
                       f"{IMAGE_PAD} typed in the text)", param="messages")
+        # Each placeholder is one token, so the expanded text is bounded the same way.
+        self.check_prompt_chars(len(text) + (len(IMAGE_PAD) * (sum(counts) - len(counts))))
         expanded = segments[0] + "".join(IMAGE_PAD * n + rest for n, rest in zip(counts, segments[1:]))
         kwargs: dict[str, Any] = {"add_special_tokens": False, "padding": self._pad_for_processor,
                                   "return_tensors": None}
@@ -155,3 +234,14 @@ class FrontEnd:
         encoding = self.tokenizer([expanded], **kwargs)
         return Prompt(list(encoding["input_ids"][0]))
 
+
+def _longest_token(tokenizer: Any) -> int:
+    """The most characters one token of `tokenizer` stands for (an upper bound).
+
+    A vocabulary entry is at least as long as the text its token decodes to: byte-level BPE spells each
+    byte as one character, SentencePiece's "▁" is one space, WordPiece adds "##", byte fallback "<0x41>".
+    """
+    try:
+        return max(1, max(map(len, tokenizer.get_vocab()), default=1))
+    except Exception:  # a tokenizer without a readable vocabulary: assume generously long tokens
+        return 64

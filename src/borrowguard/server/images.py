@@ -8,11 +8,11 @@ header before anything is decoded, and Pillow's own decompression-bomb guard.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import io
 import math
-import urllib.request
 from dataclasses import dataclass
 
 from PIL import Image, UnidentifiedImageError
@@ -34,7 +34,7 @@ class ImageBounds:
     max_source_pixels: int = 40_000_000  # refuse before decoding anything larger
     max_aspect_ratio: float = 200.0
     max_remote_bytes: int = 20 * 1024 * 1024
-    remote_timeout_s: float = 10.0
+    remote_timeout_s: float = 10.0  # for the whole fetch: a server that drips bytes cannot hold us longer
 
 
 def smart_resize(height: int, width: int, bounds: ImageBounds) -> tuple[int, int]:
@@ -55,8 +55,13 @@ def smart_resize(height: int, width: int, bounds: ImageBounds) -> tuple[int, int
     return h, w
 
 
+def is_remote(url: str) -> bool:
+    return url.split(":", 1)[0].lower() in ("http", "https")
+
+
 def load_bytes(url: str, bounds: ImageBounds, allow_remote: bool) -> bytes:
-    """The encoded image behind `url`: a base64 data URL, or http(s) when remote images are allowed."""
+    """The bytes of a data: URL. A remote URL is refused unless allowed, and then fetched by
+    `fetch_remote` on the event loop (never here, on the image thread)."""
     scheme = url.split(":", 1)[0].lower()
     if scheme == "data":
         header, sep, payload = url.partition(",")
@@ -73,19 +78,34 @@ def load_bytes(url: str, bounds: ImageBounds, allow_remote: bool) -> bytes:
         if not allow_remote:
             raise ImageError("remote image URLs are refused; start the server with --allow-remote-images "
                              "or send the image as a data: URL")
-        return _fetch(url, bounds)
+        raise ImageError("a remote image must be fetched with fetch_remote first")
     raise ImageError(f"unsupported image URL scheme {scheme!r}; use a data: URL")
 
 
-def _fetch(url: str, bounds: ImageBounds) -> bytes:
+async def fetch_remote(url: str, bounds: ImageBounds) -> bytes:
+    """GET an image (only with --allow-remote-images): a timeout for the whole exchange, a size limit
+    checked as the body arrives, redirects only to http(s)."""
+    import aiohttp  # only a server that allows remote images needs it
+
+    timeout = aiohttp.ClientTimeout(total=bounds.remote_timeout_s)
     try:
-        with urllib.request.urlopen(url, timeout=bounds.remote_timeout_s) as response:
-            data = response.read(bounds.max_remote_bytes + 1)
-    except OSError as exc:
-        raise ImageError(f"cannot fetch image: {exc}") from None
-    if len(data) > bounds.max_remote_bytes:
-        raise ImageError(f"remote image larger than {bounds.max_remote_bytes} bytes")
-    return data
+        async with aiohttp.ClientSession(timeout=timeout) as session, session.get(url) as response:
+            if response.status != 200:
+                raise ImageError(f"cannot fetch image: HTTP {response.status}")
+            if (response.content_length or 0) > bounds.max_remote_bytes:
+                raise ImageError(f"remote image larger than {bounds.max_remote_bytes} bytes")
+            data = bytearray()
+            async for chunk in response.content.iter_chunked(64 << 10):
+                data += chunk
+                if len(data) > bounds.max_remote_bytes:
+                    raise ImageError(f"remote image larger than {bounds.max_remote_bytes} bytes")
+            return bytes(data)
+    except ImageError:
+        raise
+    except asyncio.TimeoutError:
+        raise ImageError(f"cannot fetch image: no complete answer within {bounds.remote_timeout_s:g} s") from None
+    except (aiohttp.ClientError, OSError, ValueError) as exc:  # ValueError: a URL aiohttp cannot parse
+        raise ImageError(f"cannot fetch image: {type(exc).__name__}: {exc}"[:300]) from None
 
 
 def patch_count(data: bytes, bounds: ImageBounds) -> int:

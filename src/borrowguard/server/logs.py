@@ -41,7 +41,9 @@ def configure(log_file: Path | None = None, level: int = logging.INFO) -> loggin
     logger.setLevel(level)
     logger.propagate = False
     # uvicorn's own errors (bind failures, protocol errors) should land in the same places, same format.
-    for name in ("uvicorn", "uvicorn.error"):
+    # The access lines too, as vLLM logs them: an operator's log shows every answer's status, and a
+    # follower of this log (verify, fleet runs) sees it live even while nothing goes wrong.
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         uv = logging.getLogger(name)
         uv.handlers = list(handlers)
         uv.propagate = False

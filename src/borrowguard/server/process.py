@@ -1,7 +1,6 @@
-"""ServerProcess: the reference server in a real subprocess, for `borrowguard verify` and for tests.
+"""ServerProcess: the reference server in a real subprocess, for `borrowguard verify` (and tests).
 
     with ServerProcess(guard=False, workers=4) as server:
-        reply = server.request("GET", "/v1/models")
         ... load server.url, read server.log_path ...
 
 The child runs `python -m borrowguard serve --port 0 ...` in its own process group; we wait for its
@@ -12,8 +11,6 @@ thread so that a chatty server can never block on a full pipe.
 from __future__ import annotations
 
 import contextlib
-import http.client
-import json
 import os
 import re
 import signal
@@ -21,16 +18,13 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections import deque
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
-from urllib.parse import urlsplit
 
 from borrowguard.errors import BorrowguardError
+from borrowguard.server.config import WATCH_STDIN_ENV
 
 LISTENING_RE = re.compile(r"^borrowguard serve: listening on (http://\S+) \(")
 _WILDCARDS = {"0.0.0.0": "127.0.0.1", "[::]": "[::1]"}
@@ -42,20 +36,6 @@ class ServerStartError(BorrowguardError):
     def __init__(self, message: str, output: str) -> None:
         super().__init__(f"{message}\n--- server output (tail) ---\n{output}" if output else message)
         self.output = output
-
-
-@dataclass(frozen=True)
-class HTTPReply:
-    status: int
-    headers: dict[str, str]  # lower-cased names
-    body: bytes
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", errors="replace")
-
-    def json(self) -> Any:
-        return json.loads(self.body)
 
 
 class ServerProcess:
@@ -78,6 +58,7 @@ class ServerProcess:
         keep_log: bool = False,
         env: Mapping[str, str] | None = None,
         output_lines: int = 400,
+        watch_parent: bool = False,
     ) -> None:
         self.guard = guard
         self.tokenizer = tokenizer
@@ -86,6 +67,7 @@ class ServerProcess:
         self.extra_args = list(extra_args)
         self.start_timeout = start_timeout
         self.env = dict(env) if env is not None else None
+        self.watch_parent = watch_parent  # the server stops by itself when this process dies
         self._own_log = log_path is None
         self._keep_log = keep_log
         self.log_path = Path(log_path) if log_path is not None else None
@@ -119,7 +101,10 @@ class ServerProcess:
             self.log_path = Path(name)
         env = dict(os.environ if self.env is None else self.env)
         env["PYTHONUNBUFFERED"] = "1"
-        self._proc = subprocess.Popen(self.command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        if self.watch_parent:
+            env[WATCH_STDIN_ENV] = "1"
+        stdin = subprocess.PIPE if self.watch_parent else subprocess.DEVNULL
+        self._proc = subprocess.Popen(self.command, stdin=stdin, stdout=subprocess.PIPE,
                                       stderr=subprocess.STDOUT, env=env, start_new_session=True)
         self._reader = threading.Thread(target=self._drain, name="borrowguard-serve-output", daemon=True)
         self._reader.start()
@@ -165,8 +150,10 @@ class ServerProcess:
                 proc.wait(timeout)
         if self._reader is not None:
             self._reader.join(timeout)
-        if proc is not None and proc.stdout is not None:
-            proc.stdout.close()
+        if proc is not None:
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
         if self._own_log and not self._keep_log and self.log_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.log_path.unlink()
@@ -199,36 +186,6 @@ class ServerProcess:
     def read_log(self) -> str:
         assert self.log_path is not None
         return self.log_path.read_text(encoding="utf-8", errors="replace")
-
-    # -- HTTP -----------------------------------------------------------------------------------------
-
-    def request(self, method: str, path: str, body: Any = None, headers: Mapping[str, str] | None = None,
-                timeout: float = 60.0) -> HTTPReply:
-        """One HTTP request on a fresh connection. `body`: bytes are sent as is, anything else as JSON."""
-        if self.url is None:
-            raise RuntimeError("ServerProcess is not running")
-        parts = urlsplit(self.url)
-        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
-        all_headers = dict(headers or {})
-        if body is not None and not isinstance(body, bytes):
-            body = json.dumps(body).encode()
-            all_headers.setdefault("Content-Type", "application/json")
-        try:
-            conn.request(method, path, body=body, headers=all_headers)
-            response = conn.getresponse()
-            data = response.read()
-            return HTTPReply(response.status, {k.lower(): v for k, v in response.getheaders()}, data)
-        finally:
-            conn.close()
-
-    def wait_healthy(self, timeout: float = 10.0) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError, http.client.HTTPException):
-                if self.request("GET", "/health", timeout=2).status == 200:
-                    return True
-            time.sleep(0.1)
-        return False
 
 
 def _connectable(url: str) -> str:

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from borrowguard.server.tools import ToolSchemaError, validate_parameters
+from borrowguard.server.tools import ToolSchemaError, schema_size, validate_parameters
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool"})
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
@@ -20,6 +20,9 @@ _TOOL_NAME = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 MAX_MESSAGES = 4096
 MAX_PARTS = 1024
 MAX_TOOLS = 512
+# Sub-schemas over all tools of one request: jsonschema checks each new one in about 0.2 ms, so this
+# keeps a request's worst case near a second of CPU. Real tool sets have a few hundred.
+MAX_TOOL_SUBSCHEMAS = 5000
 
 
 class APIError(Exception):
@@ -90,10 +93,25 @@ class ChatRequest:
     max_tokens: int | None = None
     truncate_prompt_tokens: int | None = None
     image_urls: list[str] = field(default_factory=list)  # in prompt order
+    text_chars: int = 0  # characters of message text, for the cheap size check before rendering
+    bad_words: list[str] = field(default_factory=list)
 
     @property
     def tool_dicts(self) -> list[dict[str, Any]] | None:
         return [tool.raw for tool in self.tools] or None
+
+
+@dataclass
+class CompletionRequest:
+    """POST /v1/completions: one text prompt (vLLM also takes token ids and lists; the stub does not)."""
+
+    model: str | None
+    prompt: str
+    max_tokens: int = 16  # vLLM's default for completions
+    truncate_prompt_tokens: int | None = None
+    bad_words: list[str] = field(default_factory=list)
+    stream: bool = False
+    include_usage: bool = False
 
 
 @dataclass
@@ -126,6 +144,34 @@ def _model(body: dict[str, Any]) -> str | None:
     return model
 
 
+MAX_BAD_WORDS = 64
+MAX_BAD_WORD_CHARS = 256
+
+
+def _bad_words(body: dict[str, Any]) -> list[str]:
+    value = body.get("bad_words")
+    if value is None:
+        return []
+    if (not isinstance(value, list) or len(value) > MAX_BAD_WORDS
+            or not all(isinstance(w, str) and 0 < len(w) <= MAX_BAD_WORD_CHARS for w in value)):
+        raise bad(f"'bad_words' must be a list of at most {MAX_BAD_WORDS} non-empty strings of at most "
+                  f"{MAX_BAD_WORD_CHARS} characters.", param="bad_words")
+    return value
+
+
+def _stream_options(body: dict[str, Any]) -> tuple[bool, bool]:
+    stream = body.get("stream", False)
+    if not isinstance(stream, bool):
+        raise bad("'stream' must be a boolean.", param="stream")
+    stream_options = body.get("stream_options")
+    include_usage = False
+    if stream_options is not None:
+        if not stream:
+            raise bad("'stream_options' is only allowed when 'stream' is true.", param="stream_options")
+        include_usage = _object(stream_options, "stream_options").get("include_usage", False) is True
+    return stream, include_usage
+
+
 def _truncate_prompt_tokens(body: dict[str, Any]) -> int | None:
     value = body.get("truncate_prompt_tokens")
     if value is None:
@@ -145,7 +191,7 @@ def _image_url(part: dict[str, Any], where: str) -> str:
     return url
 
 
-def _messages(value: Any, image_urls: list[str]) -> list[dict[str, Any]]:
+def _messages(value: Any, image_urls: list[str], text_chars: list[int]) -> list[dict[str, Any]]:
     if not isinstance(value, list) or not value:
         raise bad("'messages' must be a non-empty array.", param="messages")
     if len(value) > MAX_MESSAGES:
@@ -168,6 +214,7 @@ def _messages(value: Any, image_urls: list[str]) -> list[dict[str, Any]]:
                 if kind == "text":
                     if not isinstance(part.get("text"), str):
                         raise bad(f"{where}.content[{j}].text must be a string.", param="messages")
+                    text_chars[0] += len(part["text"])
                 elif kind == "image_url":
                     image_urls.append(_image_url(part, f"{where}.content[{j}]"))
                 else:
@@ -178,6 +225,8 @@ def _messages(value: Any, image_urls: list[str]) -> list[dict[str, Any]]:
                 raise bad(f"{where}.content is required for role {role!r}.", param="messages")
         elif not isinstance(content, str):
             raise bad(f"{where}.content must be a string or an array of parts.", param="messages")
+        else:
+            text_chars[0] += len(content)
         if role == "assistant" and message.get("tool_calls") is not None:
             _check_tool_calls(message["tool_calls"], where)
         messages.append(message)
@@ -204,6 +253,7 @@ def _tools(value: Any) -> list[Tool]:
         raise bad("'tools' must be an array.", param="tools")
     if len(value) > MAX_TOOLS:
         raise bad(f"Too many tools ({len(value)} > {MAX_TOOLS}).", param="tools")
+    _check_total_size(value)
     tools: list[Tool] = []
     seen: set[str] = set()
     for i, raw in enumerate(value):
@@ -234,6 +284,21 @@ def _tools(value: Any) -> list[Tool]:
     return tools
 
 
+def _check_total_size(tools: list[Any]) -> None:
+    total = 0
+    for i, raw in enumerate(tools):
+        function = raw.get("function") if isinstance(raw, dict) else None
+        parameters = function.get("parameters") if isinstance(function, dict) else None
+        try:
+            total += schema_size(parameters)
+        except ToolSchemaError as exc:
+            raise bad(f"tools[{i}].function.parameters is not a valid JSON schema: {exc}", param="tools",
+                      code="invalid_tool_schema") from None
+        if total > MAX_TOOL_SUBSCHEMAS:
+            raise bad(f"The tools' parameter schemas hold more than {MAX_TOOL_SUBSCHEMAS} sub-schemas in all.",
+                      param="tools", code="invalid_tool_schema")
+
+
 def _tool_choice(value: Any, tools: list[Tool]) -> ToolChoice:
     if value is None:
         return ToolChoice("auto" if tools else "none")
@@ -260,17 +325,10 @@ def _tool_choice(value: Any, tools: list[Tool]) -> ToolChoice:
 def parse_chat(body: Any) -> ChatRequest:
     body = _object(body, "The request body")
     image_urls: list[str] = []
-    messages = _messages(body.get("messages"), image_urls)
+    text_chars = [0]
+    messages = _messages(body.get("messages"), image_urls, text_chars)
     tools = _tools(body.get("tools"))
-    stream = body.get("stream", False)
-    if not isinstance(stream, bool):
-        raise bad("'stream' must be a boolean.", param="stream")
-    stream_options = body.get("stream_options")
-    include_usage = False
-    if stream_options is not None:
-        if not stream:
-            raise bad("'stream_options' is only allowed when 'stream' is true.", param="stream_options")
-        include_usage = _object(stream_options, "stream_options").get("include_usage", False) is True
+    stream, include_usage = _stream_options(body)
     n = body.get("n", 1)
     if n != 1:
         raise bad("The stub engine supports only n=1.", param="n")
@@ -287,6 +345,28 @@ def parse_chat(body: Any) -> ChatRequest:
         max_tokens=max_tokens,
         truncate_prompt_tokens=_truncate_prompt_tokens(body),
         image_urls=image_urls,
+        text_chars=text_chars[0],
+        bad_words=_bad_words(body),
+    )
+
+
+def parse_completion(body: Any) -> CompletionRequest:
+    body = _object(body, "The request body")
+    prompt = body.get("prompt")
+    if not isinstance(prompt, str):
+        raise bad("The stub engine takes 'prompt' as one string.", param="prompt")
+    if body.get("n", 1) != 1:
+        raise bad("The stub engine supports only n=1.", param="n")
+    max_tokens = _optional_int(body, "max_tokens", 1)
+    stream, include_usage = _stream_options(body)
+    return CompletionRequest(
+        model=_model(body),
+        prompt=prompt,
+        max_tokens=16 if max_tokens is None else max_tokens,
+        truncate_prompt_tokens=_truncate_prompt_tokens(body),
+        bad_words=_bad_words(body),
+        stream=stream,
+        include_usage=include_usage,
     )
 
 
@@ -303,3 +383,8 @@ def parse_tokenize(body: Any) -> TokenizeRequest:
     if not isinstance(add_special_tokens, bool):
         raise bad("'add_special_tokens' must be a boolean.", param="add_special_tokens")
     return TokenizeRequest(model=model, prompt=prompt, add_special_tokens=add_special_tokens)
+
+
+def sse(payload: dict[str, Any]) -> bytes:
+    """One server-sent event carrying `payload` as JSON, as OpenAI-compatible servers send them."""
+    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"

@@ -8,22 +8,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import signal
 import socket
+import sys
 import threading
+import time
 from collections.abc import Callable
 
 from borrowguard._version import __version__
 from borrowguard.errors import BorrowguardError, UserInputError
 from borrowguard.server import logs
 from borrowguard.server.app import ServerState, create_app
-from borrowguard.server.config import ServerConfig
+from borrowguard.server.config import WATCH_STDIN_ENV, ServerConfig
 from borrowguard.server.engine import NAME as ENGINE_NAME
 from borrowguard.server.engine import StubEngine
 from borrowguard.server.frontend import FrontEnd, load_tokenizer
 from borrowguard.server.metrics import Metrics
 
 LISTENING = "borrowguard serve: listening on {url} ({engine} engine, guard {guard})"
+
 _LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
@@ -106,8 +111,9 @@ def serve(config: ServerConfig, on_ready: Callable[[str], None] | None = None) -
                 config.workers, state.model, state.frontend.max_model_len)
     if config.host not in ("127.0.0.1", "localhost", "::1"):
         logger.warning("Listening on %s: reachable from other machines, with no authentication.", config.host)
-    uv_config = uvicorn.Config(create_app(state), log_level="warning", access_log=False, log_config=None,
+    uv_config = uvicorn.Config(create_app(state), log_level="warning", access_log=True, log_config=None,
                                lifespan="off", timeout_graceful_shutdown=3, server_header=False)
+    logging.getLogger("uvicorn.access").setLevel(logging.INFO)  # after uvicorn set its loggers to warning
     server = uvicorn.Server(uv_config)
     line = listening_line(url_of(sock), config.guard)
 
@@ -119,6 +125,8 @@ def serve(config: ServerConfig, on_ready: Callable[[str], None] | None = None) -
     # graceful exit (a no-op once uvicorn is done), so serve() returns normally.
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if main_thread else None
+    if os.environ.get(WATCH_STDIN_ENV) == "1":
+        threading.Thread(target=_stop_when_stdin_closes, args=(server,), daemon=True).start()
     try:
         asyncio.run(_serve(server, sock, line, on_ready))
     finally:
@@ -127,6 +135,16 @@ def serve(config: ServerConfig, on_ready: Callable[[str], None] | None = None) -
         state.frontend.close()
         sock.close()
         logger.info("borrowguard serve: stopped")
+
+
+def _stop_when_stdin_closes(server: object, grace: float = 10.0) -> None:
+    with contextlib.suppress(OSError, ValueError):
+        while sys.stdin.buffer.read(4096):
+            pass
+    logs.get_logger().warning("borrowguard serve: the process that started it is gone; stopping")
+    server.should_exit = True  # type: ignore[attr-defined]
+    time.sleep(grace)
+    os._exit(1)  # the graceful stop hung: go anyway
 
 
 async def _serve(server: object, sock: socket.socket, line: str,

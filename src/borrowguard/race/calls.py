@@ -1,48 +1,26 @@
-"""The shared race workload: concurrent tokenizer calls checked against a serial reference.
-
-One piece of code serves the guard's tests, `borrowguard repro` and `borrowguard run`'s tests:
+"""Tokenizer calls that collide: every setting a fast tokenizer writes into its shared Rust backend.
 
     calls = make_calls(tok, random.Random(0), 200)
-    expected = reference(tok, calls)               # serial, one thread
-    result = hammer(tok, calls, expected, threads=8, seconds=2)
-    result.exceptions, result.wrong_outputs        # {"Already borrowed": 812}, {"pair": 31, ...}
 
-Calls differ from one another in every setting a fast tokenizer applies to its shared Rust backend
-(truncation, padding, stride, sides, split_special_tokens), because that is what makes threads collide.
-This module imports neither transformers nor tokenizers itself: it works on whatever object it is given.
+Calls differ from one another in truncation, padding, stride, sides and split_special_tokens, because
+that is what makes threads collide. This module imports neither transformers nor tokenizers: it works on
+whatever tokenizer (or processor) it is given; only the "processor" kind needs Pillow, imported lazily.
 """
 
 from __future__ import annotations
 
-import hashlib
 import random
-import threading
-import time
-from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar
+from typing import Any
 
-__all__ = [
-    "ALL_KINDS",
-    "TOOLS",
-    "Call",
-    "HammerResult",
-    "Mismatch",
-    "Raised",
-    "exception_kind",
-    "hammer",
-    "make_calls",
-    "make_processor",
-    "normalise",
-    "reference",
-]
+from borrowguard.data.tools import TOOLS
+
+__all__ = ["ALL_KINDS", "IMAGE_TOKEN", "TOOLS", "Call", "make_calls"]
 
 _EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-# Exception kinds produced by another thread's settings rather than by a borrow conflict.
-SETTINGS_LEAK_KINDS = frozenset({"Truncation error"})
+IMAGE_TOKEN = "<|image_pad|>"
 
 
 @dataclass(frozen=True)
@@ -66,57 +44,10 @@ class Call:
 
     def describe(self, limit: int = 160) -> str:
         """A short human-readable form, for mismatch examples."""
-        parts = [_short(a, 40) for a in self.args]
-        parts += [f"{k}={_short(v, 40)}" for k, v in self.kwargs.items()]
+        parts = [short(a, 40) for a in self.args]
+        parts += [f"{k}={short(v, 40)}" for k, v in self.kwargs.items()]
         prefix = f"{self.target}." if self.target else ""
-        return _short(f"{prefix}{self.method}({', '.join(parts)})", limit)
-
-
-@dataclass(frozen=True)
-class Mismatch:
-    """One wrong result, kept as short strings (results can be large)."""
-
-    shape: str
-    call: str
-    expected: str
-    got: str
-
-
-@dataclass
-class HammerResult:
-    """What a hammer run saw. `exceptions` counts unexpected exceptions by kind, `wrong_outputs` by shape."""
-
-    threads: int
-    calls: int = 0
-    seconds: float = 0.0
-    exceptions: dict[str, int] = field(default_factory=dict)
-    wrong_outputs: dict[str, int] = field(default_factory=dict)
-    calls_by_shape: dict[str, int] = field(default_factory=dict)
-    examples: list[Mismatch] = field(default_factory=list)
-
-    @property
-    def total_exceptions(self) -> int:
-        return sum(self.exceptions.values())
-
-    @property
-    def total_wrong(self) -> int:
-        return sum(self.wrong_outputs.values())
-
-    @property
-    def clean(self) -> bool:
-        """True when every call matched the serial reference."""
-        return self.total_exceptions == 0 and self.total_wrong == 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "threads": self.threads,
-            "seconds": round(self.seconds, 3),
-            "calls": self.calls,
-            "exceptions": dict(self.exceptions),
-            "wrong_outputs": dict(self.wrong_outputs),
-            "calls_by_shape": dict(self.calls_by_shape),
-            "examples": [vars(m) for m in self.examples],
-        }
+        return short(f"{prefix}{self.method}({', '.join(parts)})", limit)
 
 
 # --------------------------------------------------------------------------------------------- texts
@@ -185,30 +116,6 @@ _WEIGHTS = {
     "convert": 1,
     "processor": 3,
 }
-
-TOOLS = (
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["C", "F"]}},
-                "required": ["city"],
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "search",
-            "description": "Search the web.",
-            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}},
-        },
-    },
-)
-
 
 class _Builder:
     """Draws call kwargs; knows which options this tokenizer and this transformers accept."""
@@ -449,255 +356,8 @@ def make_calls(
     return calls
 
 
-IMAGE_TOKEN = "<|image_pad|>"
-
-
-def make_processor(tokenizer: Any) -> Any:
-    """A Qwen2-VL-style multimodal processor around `tokenizer`, assembled locally (nothing downloaded).
-
-    `Qwen2VLProcessor` itself when a video processor can be built (needs torchvision); otherwise the same
-    class without its video part, which tokenizes images exactly as Qwen2-VL does (`self.tokenizer(text,
-    **text_kwargs)` after expanding <|image_pad|>). Needs transformers and Pillow; the tokenizer must know
-    the Qwen2-VL image tokens (the bundled ChatML tokenizer does).
-    """
-    from transformers import Qwen2VLProcessor
-    from transformers.processing_utils import ProcessorMixin
-
-    if tokenizer.convert_tokens_to_ids(IMAGE_TOKEN) in (None, tokenizer.unk_token_id):
-        raise ValueError(f"the tokenizer has no {IMAGE_TOKEN} token: not a Qwen2-VL-style tokenizer")
-    try:  # transformers 5.x: the PIL backend, without the torchvision fallback warning
-        from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import (
-            Qwen2VLImageProcessorPil as ImageProcessor,
-        )
-    except ImportError:
-        from transformers import Qwen2VLImageProcessor as ImageProcessor
-    template = getattr(tokenizer, "chat_template", None)
-    try:
-        from transformers import Qwen2VLVideoProcessor
-
-        video = Qwen2VLVideoProcessor()
-    except Exception:  # torchvision missing: build the image-only equivalent below
-        video = None
-    if video is not None:
-        return Qwen2VLProcessor(ImageProcessor(), tokenizer, video, chat_template=template)
-
-    class Qwen2VLImageOnlyProcessor(Qwen2VLProcessor):
-        attributes: ClassVar[list[str]] = ["image_processor", "tokenizer"]  # transformers 4.x reads this
-
-        def __init__(self, image_processor: Any = None, tokenizer: Any = None, chat_template: Any = None):
-            # What Qwen2VLProcessor.__init__ sets, minus the video processor it would insist on.
-            self.image_token = getattr(tokenizer, "image_token", IMAGE_TOKEN)
-            self.video_token = getattr(tokenizer, "video_token", "<|video_pad|>")
-            self.image_token_id = tokenizer.convert_tokens_to_ids(self.image_token)
-            self.video_token_id = tokenizer.convert_tokens_to_ids(self.video_token)
-            ProcessorMixin.__init__(self, image_processor, tokenizer, chat_template=chat_template)
-
-    return Qwen2VLImageOnlyProcessor(ImageProcessor(), tokenizer, chat_template=template)
-
-
-# ------------------------------------------------------------------------------------- comparison
-
-
-@dataclass(frozen=True)
-class Raised:
-    """A normalised exception: its type name and message (a distinct type, so no output can equal it)."""
-
-    type: str
-    message: str
-
-    @property
-    def kind(self) -> str:
-        """'Already borrowed', 'Truncation error', or the exception's type name."""
-        if "Already borrowed" in self.message:
-            return "Already borrowed"
-        if self.message.startswith("Truncation error"):
-            return "Truncation error"
-        return self.type
-
-
-def exception_kind(exc: BaseException) -> str:
-    """'Already borrowed', 'Truncation error', or the exception's type name."""
-    return Raised(type(exc).__name__, str(exc)).kind
-
-
-def normalise(result: Any) -> Any:
-    """A hashable, comparable form of any call result, covering every field.
-
-    BatchEncoding: every key (input_ids, attention_mask, token_type_ids, offset_mapping,
-    overflowing_tokens, overflow_to_sample_mapping, special_tokens_mask, length, ...) plus each
-    encoding's word ids and sequence ids. Arrays become (shape, dtype, digest). An exception
-    becomes `Raised(type name, message)`.
-    """
-    if isinstance(result, BaseException):
-        return Raised(type(result).__name__, str(result))
-    if isinstance(result, Mapping):  # BatchEncoding and BatchFeature are UserDicts
-        fields = tuple(sorted((str(k), _freeze(v)) for k, v in result.items()))
-        encodings = getattr(result, "encodings", None)
-        if encodings:
-            words = tuple(tuple(e.word_ids) for e in encodings)
-            seqs = tuple(tuple(e.sequence_ids) for e in encodings)
-            return (type(result).__name__, fields, ("word_ids", words), ("sequence_ids", seqs))
-        return (type(result).__name__, fields)
-    return _freeze(result)
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, (str, int, float, bool, type(None))):
-        return value
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, Mapping):
-        return tuple(sorted((str(k), _freeze(v)) for k, v in value.items()))
-    if hasattr(value, "tobytes") and hasattr(value, "shape"):  # numpy array: digest, not a huge tuple
-        return ("array", tuple(value.shape), str(value.dtype), hashlib.sha1(value.tobytes()).hexdigest())
-    if hasattr(value, "tolist"):
-        return _freeze(value.tolist())
-    return repr(value)
-
-
-def _run_one(obj: Any, call: Call) -> Any:
-    try:
-        return normalise(call.run(obj))
-    except Exception as exc:
-        return normalise(exc)
-    except BaseException as exc:  # pyo3's PanicException derives from BaseException
-        if isinstance(exc, (KeyboardInterrupt, SystemExit)):
-            raise
-        return normalise(exc)
-
-
-def reference(obj: Any, calls: Sequence[Call]) -> list[Any]:
-    """Serial, single-thread results of `calls`, normalised (exceptions recorded as type and message)."""
-    return [_run_one(obj, call) for call in calls]
-
-
-# ------------------------------------------------------------------------------------------ hammer
-
-
-class _ThreadState:
-    # Each worker counts into its own state: a shared lock per call would serialise the very race we want.
-    __slots__ = ("by_shape", "calls", "examples", "exceptions", "n_exc", "n_wrong", "wrong")
-
-    def __init__(self) -> None:
-        self.calls = 0
-        self.n_exc = 0
-        self.n_wrong = 0
-        self.exceptions: Counter[str] = Counter()
-        self.wrong: Counter[str] = Counter()
-        self.by_shape: Counter[str] = Counter()
-        self.examples: list[Mismatch] = []
-
-
-def hammer(
-    obj: Any,
-    calls: Sequence[Call],
-    reference: Sequence[Any],
-    *,
-    threads: int = 16,
-    seconds: float | None = None,
-    iterations: int | None = None,
-    stop: threading.Event | None = None,
-    on_progress: Callable[[HammerResult], None] | None = None,
-    seed: int = 0,
-    max_examples: int = 5,
-    progress_interval: float = 0.1,
-) -> HammerResult:
-    """Run `calls` from `threads` threads at once and compare each result with `reference`.
-
-    Threads start together (barrier) and draw calls at random. Each stops after `iterations` calls of
-    its own, after `seconds`, or when `stop` is set, whichever comes first (with none given: one pass,
-    `len(calls)` calls per thread). `on_progress` gets a snapshot every `progress_interval` seconds,
-    from the calling thread.
-
-    An exception where the reference had none counts in `exceptions` by kind; any other difference,
-    including a different exception, counts in `wrong_outputs` by call shape.
-    """
-    if len(calls) != len(reference) or not calls:
-        raise ValueError("calls and reference must be non-empty and of the same length")
-    if threads < 1:
-        raise ValueError("threads must be at least 1")
-    if seconds is None and iterations is None and stop is None:
-        iterations = len(calls)
-    stop = stop or threading.Event()
-    barrier = threading.Barrier(threads + 1)
-    states = [_ThreadState() for _ in range(threads)]
-    deadline: list[float] = [0.0]
-
-    def worker(index: int) -> None:
-        state = states[index]
-        rng = random.Random(f"{seed}:{index}")
-        try:
-            barrier.wait()
-        except threading.BrokenBarrierError:
-            return
-        end = deadline[0]
-        while not stop.is_set():
-            if iterations is not None and state.calls >= iterations:
-                break
-            if seconds is not None and time.monotonic() >= end:
-                break
-            i = rng.randrange(len(calls))
-            call = calls[i]
-            got = _run_one(obj, call)
-            state.calls += 1
-            state.by_shape[call.shape] += 1
-            expected = reference[i]
-            if got == expected:
-                continue
-            if isinstance(got, Raised) and not isinstance(expected, Raised):
-                state.exceptions[got.kind] += 1
-                state.n_exc += 1
-            else:
-                state.wrong[call.shape] += 1
-                state.n_wrong += 1
-            if len(state.examples) < max_examples:
-                state.examples.append(
-                    Mismatch(call.shape, call.describe(), _short(expected, 200), _short(got, 200))
-                )
-
-    workers = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
-    for t in workers:
-        t.start()
-    start = time.monotonic()
-    deadline[0] = start + (seconds if seconds is not None else 0.0)
-    barrier.wait()
-
-    def snapshot(final: bool) -> HammerResult:
-        result = HammerResult(threads=threads, seconds=time.monotonic() - start)
-        result.calls = sum(s.calls for s in states)
-        if final:
-            exc: Counter[str] = Counter()
-            wrong: Counter[str] = Counter()
-            shapes: Counter[str] = Counter()
-            for s in states:
-                exc.update(s.exceptions)
-                wrong.update(s.wrong)
-                shapes.update(s.by_shape)
-                result.examples.extend(s.examples)
-            result.exceptions = dict(exc.most_common())
-            result.wrong_outputs = dict(wrong.most_common())
-            result.calls_by_shape = dict(shapes.most_common())
-            result.examples = result.examples[:max_examples]
-        else:  # reading other threads' Counters while they change is unsafe; totals are plain ints
-            n_exc = sum(s.n_exc for s in states)
-            n_wrong = sum(s.n_wrong for s in states)
-            result.exceptions = {"total": n_exc} if n_exc else {}
-            result.wrong_outputs = {"total": n_wrong} if n_wrong else {}
-        return result
-
-    try:
-        while any(t.is_alive() for t in workers):
-            workers[0].join(progress_interval) if workers[0].is_alive() else time.sleep(progress_interval)
-            if on_progress is not None:
-                on_progress(snapshot(final=False))
-    finally:
-        stop.set()
-        for t in workers:
-            t.join()
-    return snapshot(final=True)
-
-
-def _short(value: Any, limit: int) -> str:
+def short(value: Any, limit: int) -> str:
+    """`repr(value)` (or the string itself) cut to `limit` characters."""
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 

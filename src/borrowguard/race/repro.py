@@ -4,7 +4,7 @@
     report.verdict                                # "crash" on transformers 4.57 + tokenizers 0.22
     report.to_json()
 
-The workload is `borrowguard.workload`'s: per-call mixes of truncation/padding settings, pairs, batches and
+The workload is `borrowguard.race`'s: per-call mixes of truncation/padding settings, pairs, batches and
 chat templates, checked against serial results computed first. The guarded pass runs the same calls on a
 fresh tokenizer under `borrowguard.protect()` and compares them with the same unguarded serial results.
 """
@@ -16,12 +16,13 @@ import platform
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from borrowguard._compat import StrEnum
 from borrowguard.errors import UserInputError
-from borrowguard.workload import HammerResult, hammer, make_calls, make_processor, reference
+from borrowguard.race import HammerResult, hammer, make_calls, make_processor, reference
 
 __all__ = [
     "CRASH",
@@ -30,18 +31,25 @@ __all__ = [
     "SILENT_CORRUPTION",
     "PassResult",
     "ReproReport",
+    "ReproVerdict",
     "Stack",
     "describe",
     "run_repro",
     "verdict_of",
 ]
 
-CRASH = "crash"
-SILENT_CORRUPTION = "silent-corruption"
-SAFE = "safe"
-INCONCLUSIVE = "inconclusive"
+
+
+class ReproVerdict(StrEnum):
+    CRASH = "crash"
+    SILENT_CORRUPTION = "silent-corruption"
+    SAFE = "safe"
+    INCONCLUSIVE = "inconclusive"
+
+
+CRASH, SILENT_CORRUPTION, SAFE, INCONCLUSIVE = ReproVerdict
 BORROW_KINDS = frozenset({"Already borrowed"})
-"""Exceptions from two threads borrowing the Rust tokenizer at once: what kills vLLM's engine."""
+"""Exceptions from two threads borrowing the Rust tokenizer at once (tokenizers <= 0.22.2)."""
 
 N_CALLS = 160
 MAX_THREADS = 256
@@ -63,12 +71,7 @@ class Stack:
     vllm: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "python": self.python,
-            "transformers": self.transformers,
-            "tokenizers": self.tokenizers,
-            "vllm": self.vllm,
-        }
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -76,20 +79,13 @@ class PassResult:
     """One hammer pass (unguarded or guarded) and its verdict."""
 
     name: str
-    verdict: str
+    verdict: ReproVerdict
     result: HammerResult
 
     def to_json(self) -> dict[str, Any]:
-        r = self.result
-        return {
-            "verdict": self.verdict,
-            "threads": r.threads,
-            "seconds": round(r.seconds, 3),
-            "calls": r.calls,
-            "exceptions": dict(r.exceptions),
-            "wrong_outputs": dict(r.wrong_outputs),
-            "examples": [vars(m) for m in r.examples],
-        }
+        data = self.result.to_dict()
+        del data["calls_by_shape"]
+        return {"verdict": self.verdict, **data}
 
 
 @dataclass(frozen=True)
@@ -111,7 +107,7 @@ class ReproReport:
         return counted
 
     @property
-    def verdict(self) -> str:
+    def verdict(self) -> ReproVerdict:
         return self.counting.verdict
 
     @property
@@ -138,7 +134,7 @@ class ReproReport:
         }
 
 
-def verdict_of(result: HammerResult) -> str:
+def verdict_of(result: HammerResult) -> ReproVerdict:
     """crash: borrow-conflict exceptions ("Already borrowed"); silent-corruption: none of those, but calls got
     another call's settings (wrong outputs, or errors those settings cause such as "Truncation error");
     safe: every call matched the serial reference; inconclusive: no call completed."""
@@ -307,10 +303,10 @@ def _stack() -> Stack:
     return Stack(platform.python_version(), transformers.__version__, tokenizers.__version__, vllm_version)
 
 
-def describe(verdict: str) -> str:
+def describe(verdict: ReproVerdict) -> str:
     """One sentence per verdict, for people."""
     return {
-        CRASH: "calls fail with 'Already borrowed': this is what kills vLLM's engine under concurrent load",
+        CRASH: "calls fail with 'Already borrowed': in a server, failed requests (HTTP 400/500) and retries",
         SILENT_CORRUPTION: "no borrow errors, but calls silently got another call's truncation/padding",
         SAFE: "every concurrent call returned exactly its serial result",
         INCONCLUSIVE: "no call completed in the time given",

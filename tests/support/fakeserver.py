@@ -4,7 +4,7 @@ It is the baseline of `bench/load.py` (cheap enough that the client is what gets
 hostile server of the robustness tests: garbage or cut SSE streams, stalls, connection resets, HTML
 error pages, "Already borrowed" lines in its log, death mid-run. Faults are cycled per chat request:
 
-    python -m borrowguard.load.fakeserver --faults ok,garbage-sse,reset --log server.log
+    python tests/support/fakeserver.py --faults ok,garbage-sse,reset --log server.log
     fakeserver: listening on http://127.0.0.1:40123
 
 `usage.prompt_tokens` is the body length / 4, so identical requests get identical counts unless the
@@ -27,6 +27,7 @@ from pathlib import Path
 
 FAULTS = (
     "ok", "garbage-sse", "cut-sse", "stall", "reset", "html-500", "json-500", "borrowed-log", "leak",
+    "hostile-400",
     "huge-line",
 )  # fmt: skip
 READY = "fakeserver: listening on "
@@ -79,7 +80,7 @@ class _Server:
         if method == "GET" and path == "/metrics":
             text = f"# TYPE fake_requests_total counter\nfake_requests_total {self.chats}\n"
             return _send(writer, 200, text.encode(), "text/plain; version=0.0.4")
-        if method == "POST" and path == "/v1/chat/completions":
+        if method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
             self.chats += 1
             return await self.chat(next(self.faults), body, writer)
         return _send(writer, 404, b'{"error":{"message":"not found","type":"NotFoundError"}}')
@@ -95,6 +96,12 @@ class _Server:
         if fault == "reset":
             writer.transport.abort()
             return False
+        if fault == "hostile-400":
+            # Echoes the key (as careless servers do in errors and logs) and tries to drive the terminal.
+            echo = f"bad request (key {self.api_key}) \x1b]0;pwned\x07\x1b[2J\x1b[31mred"
+            if self.log is not None:
+                self.log.write(f"ERROR request with Authorization: Bearer {self.api_key} failed\n")
+            return _send(writer, 400, json.dumps({"error": {"message": echo}}).encode())
         if fault == "html-500":
             page = b"<html><head><title>500</title></head><body><h1>Internal Server Error</h1></body></html>"
             return _send(writer, 500, page, "text/html")
@@ -206,8 +213,7 @@ class FakeServer:
             raise ValueError(f"unknown faults: {sorted(unknown)}")
         self.args = [
             sys.executable,
-            "-m",
-            "borrowguard.load.fakeserver",
+            str(Path(__file__).resolve()),
             "--faults",
             ",".join(faults or ["ok"]),
         ]
@@ -254,7 +260,7 @@ class FakeServer:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m borrowguard.load.fakeserver",
+        prog="python tests/support/fakeserver.py",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

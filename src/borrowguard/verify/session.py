@@ -1,0 +1,389 @@
+"""One verify run, start to end: the bundled server (if any), the preflight, the levels of load with the
+log and health watched beside them, and the facts handed to the pure verdict.
+
+    result = run_verify(VerifyConfig(duration=30, concurrency=16))   # no url: the bundled server
+    result.verdict, result.exit_code, result.reasons                  # PASS, 0, []
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import IO, Any
+
+import aiohttp
+
+from borrowguard.load.client import ChatClient, Outcome
+from borrowguard.load.faults import Fault, MismatchKind, context_numbers
+from borrowguard.load.fit import ContextFit
+from borrowguard.load.metrics import Metrics
+from borrowguard.load.runner import LoadPlan, LoadRun
+from borrowguard.load.scenarios import RequestFactory
+from borrowguard.load.watch import Finding, HealthWatch, LogWatch, scrape_metrics
+from borrowguard.verify.bundled import start_bundled
+from borrowguard.verify.config import VerifyConfig
+from borrowguard.verify.exposure import race_exposure
+from borrowguard.verify.preflight import Preflight, PreflightError, Target
+from borrowguard.verify.result import LevelResult, Verdict, VerifyResult
+from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
+from borrowguard.verify.verdict import (
+    DEATH_IDS,
+    TOKENIZER_IDS,
+    LevelFacts,
+    LogState,
+    RunFacts,
+    decide,
+    level_reasons,
+)
+
+_DEATH_GRACE = 1.0  # after engine death, in-flight requests get this long to fail on their own
+_DRAIN_GRACE = 5.0  # after the planned end, in-flight requests get at most this + a quarter of the duration
+
+
+@dataclass
+class Progress:
+    """A snapshot for the live display, handed out about twice a second."""
+
+    level: int
+    levels: int
+    concurrency: int
+    elapsed: float
+    duration: float | None
+    requests: int
+    ok: int
+    errors: int
+    rate: float
+    p50: float | None
+    p95: float | None
+    inflight: int
+    findings: dict[str, int]
+    health: str
+
+
+def run_verify(config: VerifyConfig, progress: Callable[[Progress], None] | None = None) -> VerifyResult:
+    """Run the whole check; blocks. SIGINT or SIGTERM end the load early and still return a (partial)
+    result; the bundled server never outlives the run."""
+    config.validate()
+    with terminate_as_interrupt():
+        return asyncio.run(Session(config, progress).main())
+
+
+class Session:
+    def __init__(self, config: VerifyConfig, progress: Callable[[Progress], None] | None) -> None:
+        self.config = config
+        self.progress = progress
+        self.api_key = config.api_key
+        self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands))
+        self.health: HealthWatch | None = None
+        self.run: LoadRun | None = None
+        self.level_index = 0
+        self.death: str | None = None
+        self.interrupted = False
+        self.server: Any = None
+        self.metrics: Metrics | None = None
+        self.factory: RequestFactory | None = None
+        self.tokenizer_reported = 0
+        self.notes: list[str] = []
+        self.own_signals = True  # a fleet run handles signals once, for all its sessions
+
+    async def main(self) -> VerifyResult:
+        started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        t_start = time.perf_counter()
+        result = VerifyResult(Verdict.ERROR, [], self.config, started_at=started_at)
+        result.secrets = [self.api_key] if self.api_key else []
+        could_not_run: str | None = None
+        with contextlib.ExitStack() as stack:
+            try:
+                base_url = self.config.url or await start_bundled(self.config, stack, self)
+            except Exception as exc:  # the bundled server could not start: nothing was measured
+                could_not_run = f"the bundled server did not start: {exc}"
+            else:
+                target = Target(
+                    _base(base_url),
+                    self.config.url is None,
+                    self.config.server_guard if self.config.url is None else None,
+                )
+                could_not_run = await self._run(target, result)
+                result.target = target.to_dict()
+        self._conclude(result, could_not_run)
+        result.elapsed = time.perf_counter() - t_start
+        return result
+
+    async def _run(self, target: Target, result: VerifyResult) -> str | None:
+        records = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
+        session = aiohttp.ClientSession()
+        background: list[asyncio.Task] = []
+        restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
+        try:
+            factory = await self._preflight(session, target)
+            if self.logs.active:
+                self.logs.clock = self._clock
+                self.logs.on_finding = self._on_finding
+                self.logs.start()
+                background.append(asyncio.create_task(self.logs.run()))
+            base_url = target.url
+            self.health = HealthWatch(base_url + self.config.health_path, on_failure=self._on_health_failure)
+            background.append(asyncio.create_task(self.health.run(session)))
+            metrics_before = await scrape_metrics(session, base_url + "/metrics")
+            for index, concurrency in enumerate(self.config.levels):
+                if self.interrupted:
+                    break
+                self.level_index = index
+                level = await self._level(base_url, factory, concurrency, records)
+                result.levels.append(level)
+                if self.run is not None and self.run.records_error:
+                    self.notes.append(
+                        f"--records: writing stopped ({self.run.records_error}); the run went on"
+                    )
+                    records = None
+                if self.interrupted or self.death or not level.passed:
+                    break
+            metrics_after = await scrape_metrics(session, base_url + "/metrics")
+            if metrics_before is not None or metrics_after is not None:
+                result.metrics_scrape = {"before": metrics_before, "after": metrics_after}
+            result.workload = {"fit": factory.fit.to_dict(), "scenarios": dict(target.scenarios)}
+            exposure = race_exposure(
+                target.server,
+                target.version,
+                bad_words_sent=self.config.scenario.vllm_extensions,
+                renderer_workers=_renderer_workers(target, self.logs),
+            )
+            if exposure:
+                self.notes.append(exposure)
+        except PreflightError as exc:
+            return str(exc)
+        finally:
+            restore_signals()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            await asyncio.to_thread(self.logs.stop)
+            await session.close()
+            if records is not None:
+                records.close()
+        return None
+
+    async def _preflight(self, session: aiohttp.ClientSession, target: Target) -> RequestFactory:
+        pre = Preflight(session, target.url, api_key=self.api_key, timeout=self.config.timeout)
+        await pre.models(target, self.config.model)
+        await pre.version(target)
+        if target.server is None and target.bundled_server:
+            target.server = "borrowguard-reference"
+        if self.config.max_model_len is not None:
+            target.max_model_len, target.max_model_len_source = self.config.max_model_len, "--max-model-len"
+        assert target.model is not None
+        factory = RequestFactory(self.config.scenario, target.model)
+        factory.fit = ContextFit(max_model_len=target.max_model_len, max_tokens=factory.max_tokens_sent)
+        await pre.probe(factory, target)
+        if self.config.max_model_len is None and target.max_model_len != factory.fit.max_model_len:
+            factory.fit.max_model_len = target.max_model_len
+        await pre.measure(factory, target)
+        self.factory = factory
+        return factory
+
+    async def _level(
+        self, base_url: str, factory: RequestFactory, concurrency: int, records: IO[str] | None
+    ) -> LevelResult:
+        metrics = Metrics(factory.scenarios)
+        self.metrics = metrics
+        duration = self.config.duration
+        drain = (
+            self.config.timeout if duration is None else min(self.config.timeout, _DRAIN_GRACE + duration / 4)
+        )
+        plan = LoadPlan(
+            concurrency=concurrency,
+            duration=duration,
+            requests=self.config.requests,
+            ramp_up=self.config.ramp_up,
+            drain=drain,
+        )
+        async with ChatClient(
+            base_url, concurrency=concurrency, timeout=self.config.timeout, api_key=self.api_key
+        ) as client:
+            self.run = LoadRun(
+                client,
+                factory,
+                metrics,
+                plan,
+                records,
+                record_extra={"concurrency": concurrency},
+                on_outcome=self._on_outcome,
+            )
+            ticker = asyncio.create_task(self._tick(concurrency))
+            try:
+                await self.run.run()
+            finally:
+                ticker.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await ticker
+        # Lines the server wrote while answering the last requests belong to this level.
+        if self.logs.active:
+            await asyncio.sleep(0.3)
+            self.logs.drain()
+        self._check_death()
+        elapsed = self.run.elapsed()
+        summary = metrics.summary(elapsed)
+        counts = {i: n for (lvl, i), n in self.logs.level_counts.items() if lvl == self.level_index}
+        tokenizer_counts = {i: n for i, n in counts.items() if i in TOKENIZER_IDS}
+        self.tokenizer_reported += sum(tokenizer_counts.values())
+        facts = LevelFacts(
+            concurrency=concurrency,
+            summary=summary,
+            tokenizer_counts=tokenizer_counts,
+            first_tokenizer_line=self._first_tokenizer_line(self.level_index),
+            death=self.death,
+            interrupted=self.interrupted,
+            max_error_rate=self.config.max_error_rate,
+        )
+        return LevelResult(
+            concurrency,
+            elapsed,
+            summary,
+            metrics.series.to_dict(),
+            level_reasons(facts),
+            self.run.cancelled_in_flight,
+        )
+
+    def _first_tokenizer_line(self, level: int | None) -> str | None:
+        first = next(
+            (f for f in self.logs.findings if f.id in TOKENIZER_IDS and (level is None or f.level == level)),
+            None,
+        )
+        return first.text if first else None
+
+    async def _tick(self, concurrency: int) -> None:
+        while True:
+            await asyncio.sleep(0.5)
+            self._check_death()
+            m, run = self.metrics, self.run
+            if self.progress is not None and run is not None and m is not None:
+                self.progress(
+                    Progress(
+                        level=self.level_index + 1,
+                        levels=len(self.config.levels),
+                        concurrency=concurrency,
+                        elapsed=run.elapsed(),
+                        duration=self.config.duration,
+                        requests=m.requests,
+                        ok=m.ok,
+                        errors=m.requests - m.ok,
+                        rate=m.rate(run.elapsed()),
+                        p50=m.overall.percentile(50),
+                        p95=m.overall.percentile(95),
+                        inflight=m.inflight,
+                        findings=dict(self.logs.counts),
+                        health=self._health_state(),
+                    )
+                )
+
+    # -- events ------------------------------------------------------------------------------------------
+
+    def _clock(self) -> tuple[int, float]:
+        return self.level_index, (self.run.elapsed() if self.run is not None else 0.0)
+
+    def _on_outcome(self, outcome: Outcome) -> None:
+        """Fit the workload as the server answers: a prompt said to be too long shrinks its scenario."""
+        fit = self.factory.fit if self.factory is not None else None
+        if fit is None:
+            return
+        if outcome.fault is Fault.WORKLOAD and outcome.mismatch is MismatchKind.TOO_LONG:
+            length, tokens = context_numbers(outcome.message or "")
+            if length and self.config.max_model_len is None:
+                fit.learn_context(length)
+            if tokens:
+                fit.observed(outcome.scenario, outcome.scale, tokens)
+            elif fit.budget is not None:
+                fit.observed(outcome.scenario, outcome.scale, int(fit.budget * 2))
+        elif outcome.ok and outcome.prompt_tokens:
+            fit.observed(outcome.scenario, outcome.scale, outcome.prompt_tokens)
+
+    def _on_finding(self, finding: Finding) -> None:
+        if self.metrics is not None:
+            self.metrics.finding(finding.t, finding.id)
+        if finding.id in DEATH_IDS:
+            self._died(f"the log reports engine death ({finding.id}): {finding.text[:200]}")
+
+    def _on_health_failure(self, error: str) -> None:
+        if self.metrics is not None and self.run is not None:
+            self.metrics.health_failure(self.run.elapsed())
+        if self.health is not None and self.health.failing:
+            self._died(f"health check {self.health.url} failing: {error}")
+
+    def _check_death(self) -> None:
+        if self.server is not None and self.server.poll() is not None:
+            self._died(f"the bundled server exited with code {self.server.poll()}")
+        if self.metrics is not None and self.metrics.first_refused is not None:
+            self._died("connections refused after the run had started")
+
+    def _died(self, why: str) -> None:
+        if self.death is None:
+            self.death = why
+            if self.run is not None:
+                run = self.run
+                run.stop()
+                # requests still in flight get a moment to fail by themselves, then the run ends
+                asyncio.get_running_loop().call_later(_DEATH_GRACE, run.abort)
+
+    def _health_state(self) -> str:
+        h = self.health
+        if h is None or h.unsupported:
+            return "n/a"
+        return "failing" if h.failing else ("ok" if h.consecutive == 0 else f"{h.consecutive} failed")
+
+    def interrupt(self) -> None:
+        """Ctrl-C or SIGTERM: end the load early (a second time: stop waiting for in-flight requests)."""
+        if self.interrupted and self.run is not None:
+            self.run.abort()
+        self.interrupted = True
+        if self.run is not None:
+            self.run.stop()
+
+    # -- the verdict -------------------------------------------------------------------------------------
+
+    def _conclude(self, result: VerifyResult, could_not_run: str | None) -> None:
+        logs = self.logs
+        result.findings = list(logs.findings)
+        result.finding_counts = dict(logs.counts)
+        result.log_lines = logs.lines
+        result.log_sources = logs.sources_state()
+        result.health = self.health.to_dict() if self.health is not None else None
+        result.interrupted = self.interrupted
+        facts = RunFacts(
+            levels=result.levels,
+            could_not_run=could_not_run,
+            interrupted=self.interrupted,
+            death=self.death,
+            tokenizer_counts_total={i: n for i, n in logs.counts.items() if i in TOKENIZER_IDS},
+            tokenizer_reported=self.tokenizer_reported,
+            first_tokenizer_line=self._first_tokenizer_line(None),
+            log=LogState(
+                given=logs.active,
+                lines=logs.lines,
+                failed=[f"{s['source']}: {s['error']}" for s in result.log_sources if s.get("error")],
+                silent=[s["source"] for s in result.log_sources if not s.get("lines") and not s.get("error")],
+            ),
+            health_watched=self.health is not None and not self.health.unsupported,
+            health_failed=bool(self.health and self.health.failing),
+        )
+        result.verdict, result.reasons, result.checks, notes = decide(facts)
+        result.notes.extend(self.notes + notes)
+
+
+def _renderer_workers(target: Target, logs: LogWatch) -> int | None:
+    """vLLM's --renderer-num-workers, from its start-up lines in the log (absent there: the default, 1)."""
+    config = logs.server_config()
+    if config:
+        target.server_config = config
+        workers = config.get("renderer_num_workers")
+        return int(workers) if isinstance(workers, int) else 1
+    return None
+
+
+def _base(url: str) -> str:
+    """`http://h:8000/v1/` -> `http://h:8000`: endpoints are appended with their /v1 prefix."""
+    url = url.rstrip("/")
+    return url[: -len("/v1")] if url.endswith("/v1") else url

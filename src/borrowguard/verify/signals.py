@@ -1,0 +1,51 @@
+"""Signals during a verify run: SIGINT and SIGTERM both end the load early with a partial result.
+
+Before the event loop runs (the bundled server is starting), SIGTERM raises KeyboardInterrupt like Ctrl-C,
+so the server is stopped rather than orphaned; once the loop runs, both call the session's (or the fleet's)
+interrupt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Until the event loop takes over signals, SIGTERM interrupts like Ctrl-C (so that the bundled
+    server, starting meanwhile, is stopped instead of orphaned)."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def install_interrupts(on_signal: Callable[[], None]) -> Callable[[], None]:
+    """SIGINT and SIGTERM call `on_signal` on the running loop; returns the function that undoes it."""
+    loop = asyncio.get_running_loop()
+    installed = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, on_signal)
+            installed.append(sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or Windows
+            pass
+
+    def restore() -> None:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+
+    return restore

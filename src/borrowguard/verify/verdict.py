@@ -1,0 +1,265 @@
+"""The verdict, as a pure function of what a run collected: no I/O, no clock, no server.
+
+    reasons = level_reasons(level_facts)          # after each level of a sweep
+    verdict, reasons, checks, notes = decide(run_facts)
+
+FAIL when any of: a tokenizer error (in the log or in an answer's body); engine death; failed requests of
+the server's own making above `max_error_rate`; identical requests with different prompt token counts;
+a scenario without a single success. Requests the server refused because of what we sent (too long, no
+vision, no tool parser) are the workload's fault: reported apart, never counted against the server.
+ERROR (exit 2) when the run could not happen, or nothing valid could be sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from borrowguard.verify.result import Check, CheckName, CheckState, LevelResult, Reason, ReasonCode, Verdict
+
+TOKENIZER_IDS = frozenset({"tokenizer-already-borrowed", "tokenizer-acquire-retry"})
+DEATH_IDS = frozenset({"engine-dead"})
+_WORST_GROUPS = 6
+
+
+@dataclass
+class LevelFacts:
+    concurrency: int
+    summary: dict[str, Any]  # load.metrics.Metrics.summary()
+    tokenizer_counts: dict[str, int]  # log findings of this level
+    first_tokenizer_line: str | None
+    death: str | None
+    interrupted: bool
+    max_error_rate: float
+    skipped: frozenset[str] = frozenset()  # scenarios dropped because the server cannot take them
+
+
+@dataclass
+class LogState:
+    """What was read of the server's log: a PASS may claim "no tokenizer errors in the log" only if
+    every source yielded lines and none failed."""
+
+    given: bool
+    lines: int = 0
+    failed: list[str] = field(default_factory=list)  # "source: why"
+    silent: list[str] = field(default_factory=list)  # sources that never yielded a line
+
+
+@dataclass
+class RunFacts:
+    levels: list[LevelResult]
+    could_not_run: str | None
+    interrupted: bool
+    death: str | None
+    tokenizer_counts_total: dict[str, int]
+    tokenizer_reported: int  # tokenizer findings already reported by a level
+    first_tokenizer_line: str | None
+    log: LogState
+    health_watched: bool
+    health_failed: bool
+
+
+def level_reasons(f: LevelFacts) -> list[Reason]:
+    s = f.summary
+    reasons: list[Reason] = []
+    body_tokenizer = int(s.get("errors_by_fault", {}).get("tokenizer", 0))
+    if f.tokenizer_counts or body_tokenizer:
+        reasons.append(
+            Reason(
+                ReasonCode.TOKENIZER_ERRORS,
+                _tokenizer_message(f.tokenizer_counts, body_tokenizer, f.first_tokenizer_line),
+                f.concurrency,
+            )
+        )
+    if f.death is not None:
+        reasons.append(Reason(ReasonCode.ENGINE_DEAD, f"engine death: {f.death}", f.concurrency))
+    reasons += _request_errors(f)
+    for key, data in sorted(s["repeats"].items()):
+        if not data["consistent"]:
+            values = ", ".join(f"{v} ({n}×)" for v, n in data["prompt_tokens"].items())
+            reasons.append(
+                Reason(
+                    ReasonCode.PROMPT_TOKENS_MISMATCH,
+                    f"identical requests {key} got different usage.prompt_tokens: {values}",
+                    f.concurrency,
+                    key=key,
+                )
+            )
+    for name, stats in s["scenarios"].items():
+        if name in f.skipped:
+            continue
+        mismatched = _workload_errors(s, name)
+        if stats["ok"] == 0 and not (f.interrupted and stats["count"] == 0) and mismatched < stats["count"]:
+            reasons.append(
+                Reason(
+                    ReasonCode.NO_SUCCESS,
+                    f"scenario {name!r}: no successful request ({stats['count']} sent)",
+                    f.concurrency,
+                )
+            )
+    return reasons
+
+
+def _request_errors(f: LevelFacts) -> list[Reason]:
+    s = f.summary
+    # The workload's own mismatches are not the server's failures; neither are they valid requests.
+    workload = int(s.get("errors_by_fault", {}).get("workload", 0))
+    valid = s["requests"] - workload
+    server_errors = s["errors"] - workload
+    if valid <= 0 or server_errors / valid <= f.max_error_rate:
+        return []
+    worst = []
+    groups = [g for g in s["errors_by_status"] if g.get("fault") != "workload"]
+    for group in sorted(groups, key=lambda g: -g["count"])[:_WORST_GROUPS]:
+        msg = f" ({group['messages'][0][:160]})" if group["messages"] else ""
+        worst.append(f"{group['count']} × {group['status']} on {group['scenario']}{msg}")
+    tied = s.get("resets_tied_to_error_answers", 0)
+    tail = f"; {tied} reset(s) right after an error answer are counted with it" if tied else ""
+    rate = f"{server_errors / valid:.2%} > {f.max_error_rate:.2%}"
+    return [
+        Reason(
+            ReasonCode.REQUEST_ERRORS,
+            f"{server_errors} of {valid} valid requests failed ({rate}): " + "; ".join(worst) + tail,
+            f.concurrency,
+        )
+    ]
+
+
+def _workload_errors(summary: dict[str, Any], scenario: str) -> int:
+    return sum(
+        g["count"]
+        for g in summary["errors_by_status"]
+        if g["scenario"] == scenario and g.get("fault") == "workload"
+    )
+
+
+def decide(f: RunFacts) -> tuple[Verdict, list[Reason], list[Check], list[str]]:
+    reasons: list[Reason] = []
+    notes: list[str] = []
+    if f.could_not_run is not None:
+        reasons.append(Reason(ReasonCode.COULD_NOT_RUN, f.could_not_run))
+    for level in f.levels:
+        reasons.extend(level.reasons)
+    # Tokenizer lines that arrived after the last level's verdict (the final read of the log) count too.
+    if sum(f.tokenizer_counts_total.values()) > f.tokenizer_reported:
+        reasons.append(
+            Reason(
+                ReasonCode.TOKENIZER_ERRORS,
+                _tokenizer_message(f.tokenizer_counts_total, 0, f.first_tokenizer_line),
+            )
+        )
+    if f.death is not None and not any(r.code is ReasonCode.ENGINE_DEAD for r in reasons):
+        reasons.append(Reason(ReasonCode.ENGINE_DEAD, f"engine death: {f.death}"))
+    reasons = _once_per_key(reasons)
+    reasons += _cross_level_repeats(f.levels, reasons)
+    valid = sum(
+        lvl.summary["requests"] - lvl.summary.get("errors_by_fault", {}).get("workload", 0)
+        for lvl in f.levels
+    )
+    sent = sum(lvl.summary["requests"] for lvl in f.levels)
+    if f.levels and sent and not valid and not reasons:
+        reasons.append(
+            Reason(
+                ReasonCode.WORKLOAD_MISMATCH,
+                f"the server refused all {sent} requests for what they asked "
+                "(see the workload section): nothing valid could be sent",
+            )
+        )
+    checks = _checks(f, reasons)
+    if any(r.code in (ReasonCode.COULD_NOT_RUN, ReasonCode.WORKLOAD_MISMATCH) for r in reasons):
+        verdict = Verdict.ERROR
+    elif reasons:
+        verdict = Verdict.FAIL
+    elif f.interrupted or not f.levels:
+        verdict = Verdict.INCOMPLETE
+        notes.append("interrupted before the planned end: no verdict")
+    else:
+        verdict = Verdict.PASS
+    return verdict, reasons, checks, notes
+
+
+def _once_per_key(reasons: Iterable[Reason]) -> list[Reason]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for r in reasons:
+        if r.key is not None:
+            if (r.code, r.key) in seen:
+                continue
+            seen.add((r.code, r.key))
+        out.append(r)
+    return out
+
+
+def _cross_level_repeats(levels: list[LevelResult], reasons: list[Reason]) -> list[Reason]:
+    """Identical requests that were each consistent within a level but not across levels."""
+    if len(levels) < 2:
+        return []
+    reported = {r.key for r in reasons if r.code is ReasonCode.PROMPT_TOKENS_MISMATCH}
+    seen: dict[str, set[str]] = {}
+    for level in levels:
+        for key, data in level.summary["repeats"].items():
+            seen.setdefault(key, set()).update(data["prompt_tokens"])
+    return [
+        Reason(
+            ReasonCode.PROMPT_TOKENS_MISMATCH,
+            f"identical requests {key} got different usage.prompt_tokens across levels: "
+            + ", ".join(sorted(values, key=int)),
+            key=key,
+        )
+        for key, values in sorted(seen.items())
+        if len(values) > 1 and key not in reported
+    ]
+
+
+def _checks(f: RunFacts, reasons: list[Reason]) -> list[Check]:
+    if f.could_not_run is not None:
+        return [Check(name, CheckState.NOT_RUN, "the run could not happen") for name in CheckName]
+    codes = {r.code for r in reasons}
+    checks = [_log_check(f.log, codes)]
+    requests_state = CheckState.FAILED if ReasonCode.REQUEST_ERRORS in codes else CheckState.PASSED
+    if not f.levels:
+        requests_state = CheckState.NOT_RUN
+    checks.append(Check(CheckName.REQUESTS, requests_state, "every valid request got a 2xx"))
+    repeats = [r for lvl in f.levels for r in lvl.summary["repeats"].values()]
+    if ReasonCode.PROMPT_TOKENS_MISMATCH in codes:
+        checks.append(
+            Check(CheckName.PROMPT_TOKENS, CheckState.FAILED, "identical requests counted differently")
+        )
+    elif repeats and any(r["prompt_tokens"] for r in repeats):
+        checks.append(Check(CheckName.PROMPT_TOKENS, CheckState.PASSED, "identical requests consistent"))
+    else:
+        checks.append(
+            Check(
+                CheckName.PROMPT_TOKENS,
+                CheckState.NOT_RUN,
+                "the server returned no usage.prompt_tokens: identical requests could not be compared",
+            )
+        )
+    if not f.health_watched:
+        checks.append(Check(CheckName.HEALTH, CheckState.NOT_RUN, "the health endpoint answered 404"))
+    else:
+        state = CheckState.FAILED if f.health_failed or ReasonCode.ENGINE_DEAD in codes else CheckState.PASSED
+        checks.append(Check(CheckName.HEALTH, state, "no engine death, health kept answering"))
+    return checks
+
+
+def _log_check(log: LogState, codes: set[ReasonCode]) -> Check:
+    if ReasonCode.TOKENIZER_ERRORS in codes:
+        return Check(CheckName.LOG, CheckState.FAILED, "tokenizer errors")
+    if not log.given:
+        return Check(CheckName.LOG, CheckState.NOT_RUN, "no server log given (--log / --log-cmd)")
+    problems = [f"{s} failed" for s in log.failed] + [f"{s} yielded no line" for s in log.silent]
+    if problems or log.lines == 0:
+        return Check(CheckName.LOG, CheckState.NOT_RUN, "log not read: " + ("; ".join(problems) or "no line"))
+    return Check(CheckName.LOG, CheckState.PASSED, f"no tokenizer errors in {log.lines} log lines")
+
+
+def _tokenizer_message(counts: dict[str, int], in_bodies: int, first: str | None) -> str:
+    parts = []
+    if counts:
+        parts.append("in the log: " + ", ".join(f"{n} × {i}" for i, n in sorted(counts.items())))
+    if in_bodies:
+        parts.append(f"in {in_bodies} error answer(s)")
+    text = "tokenizer errors " + "; ".join(parts)
+    return text + (f" — first: {first.strip()[:200]}" if first else "")
