@@ -46,6 +46,7 @@ bench: $(NEW)/.stamp
 	$(NEW)/bin/python bench/scan.py --size-mb 256
 	$(NEW)/bin/python bench/load.py
 	$(NEW)/bin/python bench/serve.py
+	$(NEW)/bin/python bench/fleet.py
 
 clean:
 	rm -rf $(DEMO) $(OLD) $(NEW)

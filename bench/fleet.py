@@ -25,7 +25,6 @@ from borrowguard.verify.fleet import Target, run_fleet
 from support.fakeserver import FakeServer  # test scaffolding, not shipped
 
 
-
 def rss_mb() -> float:
     with open("/proc/self/status") as fh:
         for line in fh:

@@ -11,10 +11,10 @@ from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.metrics import Metrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory, ScenarioSettings
+from support.fakeserver import FakeServer
 
 # The fake server generates (chat and completions); it has no /tokenize.
 GENERATION_MIX = {"text": 1.0, "image": 1.0, "tools": 1.0}
-from support.fakeserver import FakeServer
 
 
 def _send_all(url: str, n: int, *, stream: bool, timeout: float = 5.0) -> list[tuple[bytes, Outcome]]:

@@ -249,3 +249,13 @@ def test_an_engine_deaths_cause_is_enginecores_own_last_exception() -> None:
         assert [(s.role, s.id) for s in result.chain if s.role != "environment"] == [
             ("root", "mm-cache-desync"), ("consequence", "engine-dead")
         ]
+
+
+def test_a_lone_version_rule_is_shown_when_the_log_does_not_say_the_version() -> None:
+    # mm-cache-desync has one environment rule about vLLM versions (recovery from 0.33): shown without a
+    # version; with a version, only when it matches.
+    desync = "ERROR 01-01 00:00:00 [core.py:1] AssertionError: Expected a cached item for mm_hash='ab'"
+    (result, _) = both([desync])
+    assert [s.id for s in result.chain if s.role == "environment"] == ["vllm-mm-cache-desync"]
+    (result, _) = both(["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.33.1", desync])
+    assert [s.id for s in result.chain if s.role == "environment"] == []

@@ -89,6 +89,16 @@ def test_the_set_is_big_enough_and_every_file_is_cited() -> None:
     assert {i for c in CASES for i in (*c.expect, *c.reject)} <= ids
 
 
+def test_headers_are_inert_so_the_files_can_be_scanned_as_they_are() -> None:
+    sc = Scanner()
+    for case in CASES:
+        for line in case.path.read_text(encoding="utf-8").splitlines():
+            if line.startswith("# "):
+                sc.feed(line, case.path.name)
+    sc.finish()
+    assert sc.result().findings == []
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.path.parent.name}/{c.path.name}")
 def test_each_excerpt_on_both_read_paths(case: Case) -> None:
     expected = dict(case.expect)
@@ -152,3 +162,32 @@ def test_recorded_vllm_server_logs(path: Path) -> None:
             assert "vllm-retry-loop" not in env and "vllm-bad-words-race" in env
     elif "guarded" in path.name:
         assert "tokenizer-already-borrowed" not in got and "tokenizer-acquire-retry" not in got
+
+
+def test_excerpts_buried_in_healthy_lines_read_the_same_on_both_paths(tmp_path: Path) -> None:
+    # Small blocks put block boundaries inside tracebacks, held-back stalls and start-up phases.
+    from borrowguard.scan import fast
+
+    healthy = (
+        "(APIServer pid=2841) INFO 07-07 20:11:00 [loggers.py:123] Engine 000: Avg prompt throughput: 1.0 "
+        "tokens/s, Running: 1 reqs, GPU KV cache usage: 0.1%\n"
+        '(APIServer pid=2841) INFO:     127.0.0.1:1 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+        "gpu-node-1:1:1 [0] NCCL INFO Channel 00/02 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+    ) * 300
+    big = tmp_path / "big.log"
+    big.write_text("".join(healthy + case.body for case in CASES), encoding="utf-8")
+    bulk = Scanner()
+    with big.open("rb") as fh:
+        for block in fast.blocks(fh, size=16 * 1024):
+            bulk._apply(bulk._source("big"), fast.analyse(block, bulk._anchor_search, bulk._probe_bytes))
+    bulk.finish()
+    line = Scanner()
+    with big.open("rb") as fh:
+        for raw in fh:
+            line.feed(raw, "big")
+    line.finish()
+    a, b = bulk.result(), line.result()
+    assert a.lines == b.lines
+    assert [(f.id, f.count, f.first.line_no, f.last.line_no, f.confidence) for f in a.findings] == [
+        (f.id, f.count, f.first.line_no, f.last.line_no, f.confidence) for f in b.findings
+    ]

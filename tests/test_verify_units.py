@@ -168,7 +168,7 @@ def test_workload_mismatches_are_never_counted_against_the_server():
     group = {"scenario": "text", "status": "400", "fault": "workload", "mismatch": "too-long", "count": 4,
              "messages": [TOO_LONG_V19]}
     summary = _summary(requests=10, ok=6, groups=[group], faults={"workload": 4})
-    verdict, reasons, checks, _ = _run([_level(summary)])
+    verdict, reasons, _checks, _ = _run([_level(summary)])
     assert verdict is Verdict.PASS, reasons
 
 
@@ -183,7 +183,7 @@ def test_nothing_valid_sent_is_an_error_not_a_pass_or_fail():
 def test_a_tokenizer_error_in_an_answer_fails_even_without_a_log():
     group = {"scenario": "text", "status": "500", "fault": "tokenizer", "count": 1, "messages": ["Already borrowed"]}
     summary = _summary(requests=10, ok=9, groups=[group], faults={"tokenizer": 1})
-    verdict, reasons, checks, _ = _run([_level(summary)], log=LogState(given=False))
+    verdict, reasons, _checks, _ = _run([_level(summary)], log=LogState(given=False))
     assert verdict is Verdict.FAIL
     assert {r.code for r in reasons} == {ReasonCode.TOKENIZER_ERRORS, ReasonCode.REQUEST_ERRORS}
 

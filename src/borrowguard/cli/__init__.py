@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from borrowguard._version import __version__
+from borrowguard.cli._common import EXIT_BROKEN_PIPE
 from borrowguard.errors import UserInputError
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
@@ -55,9 +56,6 @@ _EXTRA_OF = {
     "transformers": "guard",
     "tokenizers": "guard",
 }
-# Exit status when whoever reads our output went away (`borrowguard scan ... | head`): 128 + SIGPIPE, as
-# for any Unix filter, so that it is never mistaken for a verdict (0, 1 and 2 are verdicts).
-EXIT_BROKEN_PIPE = 141
 
 
 class LazyGroup(click.Group):

@@ -29,6 +29,19 @@ class _PrintableConsole(Console):
                 yield segment
 
 
+    def on_broken_pipe(self) -> None:
+        # Rich exits 1 here, which reads as "warnings"; whoever read our output went away: 141, as a filter.
+        self.quiet = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise SystemExit(EXIT_BROKEN_PIPE)
+
+
+# 128 + SIGPIPE: the status of any Unix filter whose reader went away (`borrowguard scan ... | head`), so
+# that it is never mistaken for a verdict (0, 1 and 2 are verdicts).
+EXIT_BROKEN_PIPE = 141
+
+
 def console(stderr: bool = False) -> Console:
     return _PrintableConsole(stderr=stderr, highlight=False, soft_wrap=False)
 

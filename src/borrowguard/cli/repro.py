@@ -11,8 +11,8 @@ from rich.table import Table
 from rich.text import Text
 
 from borrowguard.cli._common import console
-from borrowguard.race.repro import CRASH, SAFE, PassResult, ReproReport, describe, run_repro
 from borrowguard.race import HammerResult
+from borrowguard.race.repro import CRASH, SAFE, PassResult, ReproReport, describe, run_repro
 
 _STYLE = {CRASH: "bold red", SAFE: "bold green"}
 

@@ -14,7 +14,7 @@ from rich.table import Table
 from rich.text import Text
 
 from borrowguard._text import printable
-from borrowguard.cli._common import console, writing_output
+from borrowguard.cli._common import EXIT_BROKEN_PIPE, console, writing_output
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import CONFIDENCES, Confidence, load
 from borrowguard.scan import Finding, Hit, Scanner, ScanResult, expand, scan_inputs
@@ -122,11 +122,20 @@ def _follow(
         timer.daemon = True
         timer.start()
     previous = signal.signal(signal.SIGINT, lambda *_: stop.set())
-    on_hit = (
-        (lambda hit: out.print(_hit_line(hit)) if hit.confidence.rank >= floor.rank else None)
-        if out is not None
-        else None
-    )
+    reader_gone: list[int] = []
+
+    def show(hit: Hit) -> None:
+        # Called from the reading threads, where exiting would end only the thread: a reader of our
+        # output that went away (rich exits with EXIT_BROKEN_PIPE) stops the whole follow instead.
+        if hit.confidence.rank < floor.rank or reader_gone:
+            return
+        try:
+            out.print(_hit_line(hit))  # type: ignore[union-attr]
+        except (SystemExit, BrokenPipeError):
+            reader_gone.append(EXIT_BROKEN_PIPE)
+            stop.set()
+
+    on_hit = show if out is not None else None
     try:
         if out is not None:
             names = [i.name for i in inputs] + ([f"$ {command}"] if command else [])  # type: ignore[attr-defined]
@@ -142,6 +151,8 @@ def _follow(
         )
     finally:
         signal.signal(signal.SIGINT, previous)
+    if reader_gone:
+        sys.exit(EXIT_BROKEN_PIPE)
 
 
 # ---- rendering ------------------------------------------------------------------------------------

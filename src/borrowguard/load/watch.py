@@ -74,6 +74,7 @@ class LogWatch:
         self._threads: list[threading.Thread] = []
         self._scanner: Any = None
         self._sources: dict[str, dict[str, Any]] = {}
+        self._head_config: dict[str, Any] = {}
         self.clock: Callable[[], tuple[int, float]] = lambda: (0, 0.0)  # (level, t) for a new finding
 
     @property
@@ -86,6 +87,7 @@ class LogWatch:
         self._scanner = Scanner()
         sources: list[tuple[str, str, Iterable[str]]] = []
         for path in self.files:
+            self._head_config.update(_startup_config(path))
             # Where the file ends now, not when the follower thread gets to open it: lines written
             # right after start() belong to the run.
             size = path.stat().st_size if path.exists() else 0
@@ -128,10 +130,12 @@ class LogWatch:
             )
 
     def server_config(self) -> dict[str, Any]:
-        """The server's configuration from its start-up lines, where the log showed them (else {})."""
-        config = getattr(self._scanner, "server_config", None)
-        config = config() if callable(config) else config
-        return dict(config) if isinstance(config, dict) else {}
+        """The server's configuration from its start-up lines, where a log showed them (else {}): those
+        followed live, or the head of a file followed from its end (where start-up was logged)."""
+        config = dict(self._head_config)
+        if self._scanner is not None:
+            config.update(self._scanner.server_config())
+        return config
 
     def sources_state(self) -> list[dict[str, Any]]:
         """Per log source: lines read, and the error that stopped it early (None when it ran to the end)."""
@@ -187,6 +191,20 @@ class LogWatch:
         # A traceback still open at the end (the server was killed inside it) counts as cut off.
         for hit in self._scanner.finish():
             self._record(hit, str(getattr(hit, "source", "log")))
+
+
+def _startup_config(path: Path, limit: int = 4 << 20) -> dict[str, Any]:
+    """The server configuration the first `limit` bytes of a log show (its start-up lines)."""
+    from borrowguard.scan import Scanner
+
+    scanner = Scanner()
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh.read(limit).splitlines():
+                scanner.feed(raw.decode("utf-8", "replace")[:_MAX_LINE], source=str(path))
+    except OSError:
+        return {}
+    return scanner.server_config()
 
 
 @dataclass

@@ -9,7 +9,7 @@
 
 Modules: normalize (prefixes, headers, colours), tracebacks (frames per process), scanner (matching),
 state (what is kept per source), record (findings, an engine death's cause), server (start-up lines:
-configuration and phase), fast (the bulk reader's anchor search), chain (causal order), readers (files,
+configuration and phase), bulk and fast (the bulk reader, its anchor search), chain (causal order), readers (files,
 .gz, stdin, globs, a growing file, a command), sources (what an input holds: gzip, UTF-16, binary; what
 happened reading it), live (follow mode over several sources), model (result types).
 Signatures are compiled by borrowguard.knowledge.signatures.

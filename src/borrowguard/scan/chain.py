@@ -66,13 +66,29 @@ def build_chain(
             continue
         advice = _death_advice(f) or (_ADVICE.get(fid) if len(present) > 1 or f.related else None)
         steps.append(ChainStep(fid, f.title, Role.ROOT, (), advice))
-        for env_id in f.related:
-            env = kb.get(env_id)
-            if env is not None and env_id not in env_seen and _applies(env, server):
-                env_seen.add(env_id)
+        for env in _environment(f, kb, server):
+            if env.id not in env_seen:
+                env_seen.add(env.id)
                 remedy = env.remedies[0] if env.remedies else None
-                steps.append(ChainStep(env_id, env.title, Role.ENVIRONMENT, (fid,), remedy))
+                steps.append(ChainStep(env.id, env.title, Role.ENVIRONMENT, (fid,), remedy))
     return steps
+
+
+def _environment(f: Finding, kb: KnowledgeBase, server: ServerConfig | None) -> list[Problem]:
+    """The environment problems behind a root: every related rule that is not about particular vLLM
+    versions or settings; of those that are, the ones the server's start-up lines say it matches, or,
+    when the log does not say, the one such rule if it has no alternative."""
+    related = [p for p in (kb.get(i) for i in f.related) if p is not None]
+    specific = [p for p in related if _version_specific(p)]
+    if server is None or server.vllm_version is None:
+        lone = specific if len(specific) == 1 and not (specific[0].detect or {}).get("server") else []
+        return [p for p in related if p not in specific or p in lone]
+    return [p for p in related if p not in specific or _applies(p, server)]
+
+
+def _version_specific(problem: Problem) -> bool:
+    detect = problem.detect or {}
+    return vllm_range(detect) is not None or bool(detect.get("server"))
 
 
 def _causes(fid: str, present: dict[str, Finding]) -> list[str]:
@@ -91,14 +107,11 @@ def _death_advice(f: Finding) -> str | None:
     return f"EngineCore's own final exception: {f.cause}{tokenizer}"
 
 
-def _applies(env: Problem, server: ServerConfig | None) -> bool:
-    """Whether an environment rule about particular vLLM versions or settings matches the server; rules
-    about neither always apply (the log does not reveal the installed packages)."""
+def _applies(env: Problem, server: ServerConfig) -> bool:
+    """Whether an environment rule about particular vLLM versions or settings matches the server."""
     detect = env.detect or {}
     versions = vllm_range(detect)
-    if versions is None and not detect.get("server"):
-        return True
-    if server is None or server.vllm_version is None:
+    if server.vllm_version is None:
         return False
     try:
         if versions is not None and not SpecifierSet(versions).contains(Version(server.vllm_version), True):

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import BinaryIO
 
-from borrowguard.scan.normalize import ANSI_BYTES, ELLIPSIS_BYTES, HEAD, MAX_LINE, normalize
+from borrowguard.scan.normalize import ELLIPSIS_BYTES, HEAD, MAX_LINE, normalize, without_raw_codes
 from borrowguard.scan.tracebacks import MAX_WINDOW_LINES, Kind, classify
 
 try:
@@ -24,6 +24,8 @@ except ImportError:  # optional: `pip install 'borrowguard[scan]'`
 
 BLOCK = 4 << 20
 AC_SLICE = 256 << 10
+MAX_INTERLEAVED = 16
+"""Lines of other processes that the bulk reader looks past for the start of a traceback."""
 TS_REACH = 500
 """A line without a timestamp (a traceback line) takes the last one seen at most this many lines above."""
 
@@ -136,7 +138,7 @@ def clean(block: bytes) -> bytes:
         # as text ("ESC[1m", or "[1m" whose ESC a paste lost) are removed per line (normalize): looking
         # for them here would cost more than the rest of the search, and they sit in prefixes, not inside
         # the phrases the anchors are made of.
-        return ANSI_BYTES.sub(b"", block)
+        return without_raw_codes(block)
     return block
 
 
@@ -159,21 +161,33 @@ def candidate_starts(block: bytes, anchors: AnchorSearch, probes: tuple[re.Patte
 
 def region_start(block: bytes, start: int, floor: int) -> int:
     """Where the per-line path must begin to read the line at `start` as the exact path would: at the
-    first line of the traceback it is in (its frames and code are not messages), not before `floor`."""
-    begin = start
+    first line of the traceback it is in (its frames and code are not messages), not before `floor`.
+    Lines of other processes in between (interleaved output) are read too; they do not end it."""
+    end = block.find(b"\n", start)
+    process = normalize(block[start : len(block) if end == -1 else end]).process
+    begin = earliest = start
+    others = 0
     for _ in range(MAX_WINDOW_LINES):
         if begin <= floor:
             return floor
         prev_begin = block.rfind(b"\n", 0, begin - 1) + 1
         if prev_begin < floor:
-            return begin
-        kind = classify(normalize(block[prev_begin : begin - 1]).message)
+            return earliest
+        line = normalize(block[prev_begin : begin - 1])
+        begin = prev_begin
+        if line.process != process:
+            # another process's line: the traceback may have started above it, a few lines up at most
+            others += 1
+            if others > MAX_INTERLEAVED:
+                return earliest
+            continue
+        kind = classify(line.message)
         if kind is Kind.HEADER:
             return prev_begin
         if kind is Kind.OTHER:
-            return begin
-        begin = prev_begin
-    return begin
+            return earliest
+        earliest = prev_begin
+    return earliest
 
 
 def timestamp_before(block: bytes, start: int, max_lines: int) -> tuple[str, int] | None:

@@ -15,7 +15,7 @@ Every regex here is bounded or anchored so that a hostile line cannot make it ba
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import Any, AnyStr, NamedTuple
 
 MAX_LINE = 64 * 1024
 """Longer lines keep their first and last HEAD bytes: headers and exception messages sit at the ends; the
@@ -29,12 +29,12 @@ _ANSI_BODY = (
     r"|\][^\x07\x1b\n]{0,512}(?:\x07|\x1b\\|\^G)"  # OSC: titles, hyperlinks
     r"|[()][0-9A-Za-z]|[@-Z\\-_])"  # charset selection, two-byte escapes
 )
-_BARE_SGR = r"|(?<![\w\]])\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m"  # a colour code whose ESC was lost
-_ANSI_SOURCE = r"(?:\x1b|\^\[|ESC(?=\[))" + _ANSI_BODY + _BARE_SGR
-ANSI = re.compile(_ANSI_SOURCE)
-ANSI_BYTES = re.compile(_ANSI_SOURCE.encode())
-ANSI_HINTS = ("\x1b", "^[", "ESC[", "[0m")
-"""Substrings of which a line with colour codes contains at least one (a lost ESC leaves `[0m` resets)."""
+_RAW_SOURCE = r"(?:\x1b|\^\[)" + _ANSI_BODY
+ANSI = re.compile(_RAW_SOURCE)
+ANSI_BYTES = re.compile(_RAW_SOURCE.encode())
+# Colour codes as text: "ESC[0;36m" (some viewers store it so), or "[36m" whose ESC a paste lost (the
+# resets, "[0m", give such a line away). Removed per line, after the raw codes.
+ANSI_TEXT = re.compile(r"ESC\[[0-?]{0,32}[ -/]{0,8}[@-~]|(?<![\w\]])\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
 
 _CONTAINER = re.compile(
     r"(?:\[pod/(?P<pod>[^\s/\]]{1,253})/(?P<ctr>[^\s\]]{1,253})\]"  # kubectl logs --prefix
@@ -88,9 +88,26 @@ def decode(raw: str | bytes) -> str:
 
 
 def strip_ansi(text: str) -> str:
-    if any(h in text for h in ANSI_HINTS):
-        return ANSI.sub("", text)
+    if "\x1b" in text or "^[" in text:
+        text = without_raw_codes(text)
+    if "ESC[" in text or "[0m" in text:
+        text = ANSI_TEXT.sub("", text)
     return text
+
+
+def without_raw_codes(data: AnyStr) -> AnyStr:
+    """Raw colour codes (ESC or caret notation) removed, until none is left: removing one can join the
+    pieces of another (`ESC ESC[0m [31m`), and the bulk reader, which removes them from whole blocks, must
+    end where the per-line reader ends."""
+    raw = isinstance(data, bytes)
+    pattern: Any = ANSI_BYTES if raw else ANSI
+    esc, caret = (b"\x1b", b"^[") if raw else ("\x1b", "^[")
+    for _ in range(8):  # bounded: each pass shortens the text
+        cleaned = pattern.sub(data[:0], data)
+        if cleaned == data or (esc not in cleaned and caret not in cleaned):
+            return cleaned  # type: ignore[no-any-return]
+        data = cleaned
+    return data
 
 
 def normalize(raw: str | bytes) -> Line:

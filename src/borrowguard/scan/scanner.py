@@ -4,9 +4,10 @@ Two ways in, one set of rules:
 
 * `feed(line)` runs every line through normalisation, the traceback tracker and the signatures (what
   `borrowguard verify` and follow mode use: lines arrive one at a time);
-* `scan_stream(binary_file)` reads blocks of megabytes, looks for the signatures' anchors with substring
-  search and runs only the lines around them through the same per-line path (a whole traceback when one
-  is open). Lines without an anchor cannot start an occurrence, so the findings are the same; only a
+* `scan_stream(binary_file)` reads blocks of megabytes, looks for the signatures' anchors (and traceback
+  headers and the server's start-up lines) with substring search and runs only the lines around them
+  through the same per-line path (a whole traceback when one is open, across blocks and interleaved
+  processes). Lines without an anchor cannot start an occurrence, so the findings are the same; only a
   timestamp that a line inherits from far above it can be missed.
 
 Besides the signatures, every line passes the server watch (start-up phase and configuration, see
@@ -18,14 +19,15 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from borrowguard.knowledge import KnowledgeBase, load
 from borrowguard.knowledge.model import Confidence
 from borrowguard.knowledge.signatures import Signature, compile_signatures, minimal_anchors
 from borrowguard.scan import fast, server
+from borrowguard.scan.bulk import BulkReading
 from borrowguard.scan.chain import build_chain
-from borrowguard.scan.fast import TS_REACH, BlockScan
+from borrowguard.scan.fast import TS_REACH
 from borrowguard.scan.model import Finding, Hit, ScanResult, excerpt
 from borrowguard.scan.normalize import Line, normalize
 from borrowguard.scan.record import engine_causes, record
@@ -41,9 +43,10 @@ from borrowguard.scan.tracebacks import (
 )
 
 MAX_WARNINGS = 20
+TRACEBACK = "Traceback (most recent call last)"
 
 
-class Scanner:
+class Scanner(BulkReading):
     """Matches log lines against the knowledge base's signatures.
 
     >>> sc = Scanner()
@@ -57,7 +60,9 @@ class Scanner:
         # Two equivalent ways to find the lines worth parsing: every anchor in one Aho-Corasick pass
         # (ahocorasick-rs installed), or one substring search per anchor plus regex probes where an anchor
         # would be common (stdlib only). The server watch's start-up lines are anchors too.
-        extra = server.ANCHORS
+        # Traceback headers too: a traceback is then read whole from its first line, whichever block or
+        # process interleaving it spans, as the per-line path reads it.
+        extra = (*server.ANCHORS, TRACEBACK)
         search = fast.AnchorSearch(minimal_anchors(a.encode() for a in (*extra, *self._anchors("anchors"))))
         if search.accelerated:
             self.probes: tuple[str, ...] = ()
@@ -83,6 +88,11 @@ class Scanner:
         return [a for s in self.signatures for a in getattr(s, name)]
 
     # ---- input ------------------------------------------------------------------------------------
+
+    def server_config(self) -> dict[str, Any]:
+        """What the server's start-up lines said so far (vLLM version, max_model_len, renderer workers...)."""
+        config = self._server.config()
+        return config.facts() if config is not None else {}
 
     def feed(self, line: str | bytes, source: str = "log") -> list[Hit]:
         """One line (without or with its newline); the hits it completes, which may include an earlier
@@ -163,9 +173,12 @@ class Scanner:
         else:
             ts = st.last_ts[0] if st.last_ts is not None and n - st.last_ts[1] <= TS_REACH else None
         hits = self._record_all(st.due())
-        phase = self._server.observe(line.message)
-        if phase is not None:
-            hits += self._record_all(st.on_phase(phase))
+        win = st.windows.get(line.process)
+        if classify(line.message) is Kind.OTHER and not (win is not None and win.flat and _flat_code(line)):
+            # start-up lines are log messages, never the code quoted in a traceback
+            phase = self._server.observe(line.message)
+            if phase is not None:
+                hits += self._record_all(st.on_phase(phase))
         if self._stall_sigs:
             self._watch_stalls(st, line, n, ts)
         return hits + self._traceback_step(st, line, n, ts)
@@ -319,53 +332,6 @@ class Scanner:
                 for i in [i for i in st.stalls if self.signatures[i].problem_id == hit.id]:
                     del st.stalls[i]
         return hits
-
-    # ---- the fast path ----------------------------------------------------------------------------
-
-    def _apply(self, st: SourceState, scan: BlockScan) -> None:
-        if st.windows:  # a traceback open at the end of the previous block goes on in this one
-            self._scan_block(st, scan.block, [0, *scan.candidates])
-            return
-        if not scan.candidates:
-            self._skip(st, scan.lines)
-            if scan.tail_timestamp is not None:
-                st.last_ts = (scan.tail_timestamp[0], st.line_no + 1 - scan.tail_timestamp[1])
-            return
-        self._scan_block(st, scan.block, scan.candidates)
-
-    def _skip(self, st: SourceState, lines: int) -> None:
-        st.line_no += lines
-        self._lines += lines
-
-    def _scan_block(self, st: SourceState, block: bytes, candidates: list[int]) -> None:
-        """Lines of `block` (complete lines) through the per-line path only where an anchor is, plus
-        every line of a traceback that one of them is in or opens."""
-        pos = 0
-        end = len(block)
-        for candidate in candidates:
-            if candidate < pos:
-                continue  # already read as part of the previous region
-            start = fast.region_start(block, candidate, pos)
-            if start > pos:
-                self._skip(st, block.count(b"\n", pos, start))
-                found = fast.timestamp_before(block, start, TS_REACH)
-                if found is not None:
-                    st.last_ts = (found[0], st.line_no + 1 - found[1])
-            pos = start
-            while pos < end:
-                nl = block.find(b"\n", pos)
-                stop = end if nl == -1 else nl
-                self._process(st, block[pos:stop])
-                pos = stop + 1
-                if pos > candidate and not st.windows:
-                    break
-        if pos < end:
-            self._skip(st, block.count(b"\n", pos) + (0 if block.endswith(b"\n") else 1))
-            # The next block's first lines may inherit a timestamp from this block's skipped tail.
-            after_last = end if block.endswith(b"\n") else end + 1
-            found = fast.timestamp_before(block, after_last, TS_REACH)
-            if found is not None:
-                st.last_ts = (found[0], st.line_no + 1 - found[1])
 
 
 def _flat_code(line: Line) -> bool:

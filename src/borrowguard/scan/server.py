@@ -51,7 +51,13 @@ class ServerConfig:
 
 
 _PHASES: tuple[tuple[Phase, tuple[str, ...]], ...] = (
-    (Phase.BEGIN, ("vLLM API server version", "non-default args", "LLM engine (v", "args: Namespace(")),
+    (
+        Phase.BEGIN,
+        (
+            "vLLM API server version", "non-default args", "Initializing a V1 LLM engine", "Initializing an LLM engine",
+            "args: Namespace(",
+        ),
+    ),
     (
         Phase.PROGRESS,
         (
@@ -66,7 +72,8 @@ _PHASES: tuple[tuple[Phase, tuple[str, ...]], ...] = (
 )
 # Few, and shared with the signatures' anchors where possible: the multi-pattern search slows down
 # sharply past 64 patterns in all.
-ANCHORS: tuple[str, ...] = tuple(a for _, group in _PHASES for a in group)
+_ENGINE = "LLM engine (v"  # in "Initializing a V1 LLM engine (v0.19.1) with config: ..." and its failure dump
+ANCHORS: tuple[str, ...] = (*(a for _, group in _PHASES for a in group if "LLM engine" not in a), _ENGINE)
 """Literals of every line this module reads (for the bulk scan's anchor search)."""
 _ANY = re.compile("|".join(re.escape(a) for a in ANCHORS))
 
@@ -118,7 +125,7 @@ class ServerWatch:
         if m and self._config.vllm_version is None:
             self._config.vllm_version = m["v"].rstrip(".)")
         is_args = "non-default args" in message or "args: Namespace(" in message
-        engine_line = "LLM engine (v" in message
+        engine_line = _ENGINE in message  # also the config dump an engine writes when it fails
         if is_args or engine_line:
             self._args_seen = self._args_seen or is_args
             self._read_facts(message, override=engine_line)

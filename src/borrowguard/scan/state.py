@@ -77,6 +77,8 @@ class SourceState:
 
     def on_phase(self, phase: Phase) -> list[Hit]:
         """A start-up line: the held-back occurrences it settles (to record); the others are dropped."""
+        if phase is Phase.PROGRESS and self.starting is False:
+            return []  # a serving server loading something (an adapter, a wake-up) is not starting again
         held, self.pending = self.pending, []
         if phase is Phase.BEGIN:
             self.starting = True

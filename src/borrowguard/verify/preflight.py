@@ -20,6 +20,7 @@ from borrowguard.load.scenarios import Endpoint, RequestFactory
 
 _MAX_BODY = 1 << 20
 _PROBE_SCALE = 0.05  # a probe is a small request of its scenario: it tests acceptance, not size
+_PROBE_TIMEOUT_S = 20.0
 
 
 @dataclass
@@ -51,7 +52,10 @@ class Preflight:
         self.session = session
         self.base_url = base_url
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self.timeout = aiohttp.ClientTimeout(total=timeout)
+        self.timeout = aiohttp.ClientTimeout(total=timeout)  # --timeout: is the server there at all?
+        # A probe that stalls says nothing about acceptance: it is not waited for longer than this (the load
+        # will show a stalling server), and the probes run at once.
+        self.probe_timeout = aiohttp.ClientTimeout(total=min(timeout, _PROBE_TIMEOUT_S))
 
     async def get(self, path: str) -> tuple[int, Any]:
         async with self.session.get(self.base_url + path, headers=self.headers, timeout=self.timeout) as resp:
@@ -60,7 +64,7 @@ class Preflight:
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
         """(status, parsed JSON or None, the error message for a non-2xx)."""
         async with self.session.post(
-            self.base_url + path, json=body, headers=self.headers, timeout=self.timeout
+            self.base_url + path, json=body, headers=self.headers, timeout=self.probe_timeout
         ) as resp:
             raw = await resp.content.read(_MAX_BODY)
             message = "" if 200 <= resp.status < 300 else error_message(raw)
@@ -102,10 +106,13 @@ class Preflight:
 
     async def probe(self, factory: RequestFactory, target: Target) -> None:
         """One small request per scenario and endpoint: what the server cannot take is skipped, not failed."""
-        for endpoint in (Endpoint.TOKENIZE, Endpoint.DETOKENIZE, Endpoint.COMPLETION):
-            scenario = "tokenize" if endpoint is not Endpoint.COMPLETION else "text"
-            if scenario in factory.scenarios:
-                target.endpoints[str(endpoint)] = await self._answers(factory, scenario, endpoint)
+        endpoints = [
+            (endpoint, "tokenize" if endpoint is not Endpoint.COMPLETION else "text")
+            for endpoint in (Endpoint.TOKENIZE, Endpoint.DETOKENIZE, Endpoint.COMPLETION)
+        ]
+        endpoints = [(e, s) for e, s in endpoints if s in factory.scenarios]
+        answers = await asyncio.gather(*(self._answers(factory, s, e) for e, s in endpoints))
+        target.endpoints.update({str(e): ok for (e, _), ok in zip(endpoints, answers)})
         factory.completions = target.endpoints.get(str(Endpoint.COMPLETION), True)
         factory.detokenize = target.endpoints.get(str(Endpoint.DETOKENIZE), True)
         if "tokenize" in factory.scenarios and not (
@@ -114,10 +121,9 @@ class Preflight:
             self._skip(
                 factory, target, "tokenize", f"no /tokenize endpoint: {FIXES[MismatchKind.NO_ENDPOINT]}"
             )
-        for scenario in ("image", "tools"):
-            if scenario not in factory.scenarios:
-                continue
-            why = await self._refused(factory, scenario, target)
+        probed = [s for s in ("image", "tools") if s in factory.scenarios]
+        refusals = await asyncio.gather(*(self._refused(factory, s, target) for s in probed))
+        for scenario, why in zip(probed, refusals):
             if why:
                 self._skip(factory, target, scenario, why)
         for scenario in factory.scenarios:
