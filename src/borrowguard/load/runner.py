@@ -12,9 +12,10 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
-from borrowguard.load.client import ChatClient, Outcome
+from borrowguard.load.client import TIMEOUT, ChatClient, Outcome
+from borrowguard.load.faults import Fault
 from borrowguard.load.metrics import Metrics
 from borrowguard.load.scenarios import RequestFactory
 
@@ -118,18 +119,33 @@ class LoadRun:
                 built = self.factory.build(plan)
             if self._stop.is_set() and self.plan.requests is None:
                 return
-            self.metrics.started(time.perf_counter() - self.client.t0)
+            started = time.perf_counter()
+            self.metrics.started(started - self.client.t0)
             try:
                 outcome = await self.client.send(built)
             except asyncio.CancelledError:
-                self.metrics.inflight -= 1
-                self.cancelled_in_flight += 1
+                if self._abort.is_set():  # Ctrl-C twice, engine death: not the request's own failure
+                    self.metrics.inflight -= 1
+                    self.cancelled_in_flight += 1
+                    raise
+                # Still unanswered when the drain after the planned end ran out: a request the server did
+                # not answer in time, which counts (a stalling server must not look like an idle one).
+                self.metrics.finished(self._unanswered(built, started))
                 raise
             self.metrics.finished(outcome)
             if self._on_outcome is not None:
                 self._on_outcome(outcome)
             if self.records is not None:
                 self._record(outcome)
+
+    def _unanswered(self, built: Any, started: float) -> Outcome:
+        plan = built.plan
+        now = time.perf_counter()
+        return Outcome(
+            plan.scenario, plan.repeat_key, plan.truncate, start=started - self.client.t0, latency=now - started,
+            error=TIMEOUT, message=f"no answer {self.plan.drain:g}s after the planned end (still in flight)",
+            endpoint=built.path, scale=built.scale, fault=Fault.SERVER,
+        )
 
     def _record(self, outcome: Outcome) -> None:
         record = outcome.to_dict()
