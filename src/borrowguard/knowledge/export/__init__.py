@@ -1,0 +1,69 @@
+"""The knowledge base for other tools: log-engine rules and the troubleshooting page.
+
+    from borrowguard.knowledge import load
+    from borrowguard.knowledge.export import Options, export
+    text = export(load(), "loki", Options(selector='{app="vllm"}'))
+
+One module per target: `loki` (LogQL queries and the Loki ruler rule group), `elasticsearch`
+(Elasticsearch/OpenSearch), `vector` (a VRL remap transform), `markdown` (docs/troubleshooting.md);
+`lines` decides which signatures a line regex can carry, `dialects` rewrites the regexes per engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from borrowguard.errors import UserInputError
+from borrowguard.knowledge.export import elasticsearch, loki, markdown, vector
+from borrowguard.knowledge.loader import KnowledgeBase
+
+FORMATS = ("loki", "prometheus", "elasticsearch", "opensearch", "vector", "markdown")
+
+
+@dataclass(frozen=True)
+class Options:
+    selector: str | None = None
+    """The LogQL stream selector (loki, prometheus), e.g. {app="vllm"}."""
+    window: str = "5m"
+    field: str | None = None
+    """The field holding the line: elasticsearch/opensearch (keyword field), vector (event field)."""
+    source: str | None = None
+    """The Vector component the transform reads from."""
+    command: str = "borrowguard rules export"
+    """How the export was made, written into its header."""
+
+
+def export(kb: KnowledgeBase, fmt: str, options: Options = Options()) -> str:
+    """The export of `kb` in `fmt`; UserInputError for an option that does not fit the format."""
+    if fmt not in FORMATS:
+        raise UserInputError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    _only(options.selector is not None, fmt, ("loki", "prometheus"), "--selector")
+    _only(options.field is not None, fmt, ("elasticsearch", "opensearch", "vector"), "--field")
+    _only(options.source is not None, fmt, ("vector",), "--input")
+    window = loki.check_window(options.window)
+    if fmt in ("loki", "prometheus"):
+        if options.selector is None:
+            raise UserInputError(
+                f"--format {fmt} needs --selector, the LogQL stream selector of the server's logs, "
+                "e.g. --selector '{app=\"vllm\"}'"
+            )
+        selector = loki.check_selector(options.selector)
+        if fmt == "loki":
+            return loki.export_queries(kb, selector, window, options.command)
+        return loki.rule_group(kb, selector, window, options.command)
+    if fmt in ("elasticsearch", "opensearch"):
+        field = elasticsearch.check_field(options.field or elasticsearch.DEFAULT_FIELD)
+        return elasticsearch.export(kb, fmt, field, window, options.command)
+    if fmt == "vector":
+        field = vector.check_field(options.field or vector.DEFAULT_FIELD)
+        source = vector.check_input(options.source or vector.DEFAULT_INPUT)
+        return vector.export(kb, field, source, options.command)
+    return markdown.export(kb)
+
+
+def _only(given: bool, fmt: str, formats: tuple[str, ...], option: str) -> None:
+    if given and fmt not in formats:
+        raise UserInputError(f"{option} applies to --format {' or '.join(formats)}, not {fmt}")
+
+
+__all__ = ["FORMATS", "Options", "export"]

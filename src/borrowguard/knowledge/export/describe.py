@@ -1,0 +1,136 @@
+"""One knowledge-base entry in words: what it is, how it shows in logs, which versions, remedies in order,
+references. `borrowguard explain` prints it; the markdown export (the troubleshooting page) renders it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from borrowguard.knowledge.export.lines import scan_only_reason
+from borrowguard.knowledge.loader import KnowledgeBase, Problem
+from borrowguard.knowledge.model import jsonable
+
+_ISSUE = re.compile(r"(?P<repo>[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100})#(?P<number>[0-9]{1,9})")
+
+
+@dataclass(frozen=True)
+class Reference:
+    text: str
+    url: str | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    id: str
+    title: str
+    severity: str
+    explanation: str
+    found_by: tuple[str, ...]
+    logs: tuple[str, ...]
+    """One sentence per log signature; regexes in backticks."""
+    line_rules: tuple[int, ...]
+    """The signatures (1-based) that `rules export` writes as line rules; the others need scan."""
+    versions: tuple[str, ...]
+    remedies: tuple[str, ...]
+    references: tuple[Reference, ...]
+    related: tuple[str, ...]
+    referenced_by: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return jsonable(self)  # type: ignore[no-any-return]
+
+
+def describe(kb: KnowledgeBase, problem: Problem) -> Entry:
+    found_by = (*(("doctor",) if problem.detect else ()), *(("scan",) if problem.signatures else ()))
+    versions = list(conditions(problem.detect)) if problem.detect else []
+    for other_id in problem.related:
+        other = kb.get(other_id)
+        if other is not None and other.detect:
+            versions.append(f"through {other_id}: {'; '.join(conditions(other.detect))}")
+    return Entry(
+        id=problem.id,
+        title=problem.title,
+        severity=str(problem.severity),
+        explanation=problem.explanation,
+        found_by=found_by,
+        logs=tuple(signature(raw) for raw in problem.signatures),
+        line_rules=tuple(i + 1 for i, raw in enumerate(problem.signatures) if scan_only_reason(raw) is None),
+        versions=tuple(versions),
+        remedies=problem.remedies,
+        references=tuple(reference(r) for r in problem.references),
+        related=problem.related,
+        referenced_by=tuple(p.id for p in kb if problem.id in p.related),
+    )
+
+
+def reference(text: str) -> Reference:
+    m = _ISSUE.fullmatch(text.strip())
+    if m:  # GitHub redirects /issues/N to /pull/N for a pull request
+        return Reference(text, f"https://github.com/{m['repo']}/issues/{m['number']}")
+    return Reference(text, text if text.startswith(("https://", "http://")) else None)
+
+
+def code(text: str) -> str:
+    """Inline code that survives backticks inside."""
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def _any(patterns: Any) -> str:
+    items = (patterns,) if isinstance(patterns, str) else tuple(patterns)
+    return " or ".join(code(p) for p in items)
+
+
+def signature(raw: Mapping[str, Any]) -> str:
+    """A `[[problem.signature]]` table as one sentence."""
+    if raw.get("stall"):
+        text = (
+            f"the log ends within {raw.get('stall_lines', 50)} lines after a line matching {_any(raw['stall'])}"
+        )
+        if raw.get("resume"):
+            text += f", with no line matching {_any(raw['resume'])} after it"
+    elif raw.get("frames"):
+        frames = (raw["frames"],) if isinstance(raw["frames"], str) else tuple(raw["frames"])
+        text = "a traceback through " + ", then ".join(code(f) for f in frames)
+        if raw.get("raises"):
+            text += f", ending in an exception line matching {_any(raw['raises'])}"
+        cut = raw.get("when_cut")
+        text += (
+            "; not counted when cut before its exception line" if cut == "none"
+            else "; also when cut before its exception line" + (f" ({cut} confidence)" if cut else "")
+        )
+    else:
+        text = f"a log line matching {_any(raw.get('message', ()))}"
+    if raw.get("exclude"):
+        text += f"; never a line matching {_any(raw['exclude'])}"
+    if raw.get("startup") == "ignore":
+        text += "; not while the server starts up"
+    if raw.get("confidence", "high") != "high":
+        text += f" ({raw['confidence']} confidence)"
+    return text[:1].upper() + text[1:]
+
+
+def conditions(detect: Mapping[str, Any]) -> list[str]:
+    """A doctor rule's `[problem.detect]` as the versions and settings it is about."""
+    out: list[str] = []
+    packages = detect.get("packages") or {}
+    if packages:
+        out.append(", ".join(f"{name} {spec}" if spec else f"{name} (any version)" for name, spec in packages.items()))
+    if detect.get("python"):
+        out.append(f"Python {detect['python']}")
+    if detect.get("nccl"):
+        out.append(f"NCCL {detect['nccl']}")
+    if detect.get("machine"):
+        out.append(f"machine {' or '.join(detect['machine'])}")
+    if detect.get("system"):
+        out.append(f"system {' or '.join(detect['system'])}")
+    for name, spec in (detect.get("server") or {}).items():
+        out.append(f"server {name} {spec if isinstance(spec, str) else ' or '.join(spec)}")
+    if "guard" in detect:
+        out.append("borrowguard's vLLM plugin " + ("active" if detect["guard"] else "not active"))
+    if detect.get("check") == "vllm-requirements":
+        out.append("the installed packages against vLLM's declared requirements (Requires-Dist)")
+    if detect.get("guarded_severity"):
+        out.append(f"reported as {detect['guarded_severity']} when borrowguard's guard is active")
+    return out
