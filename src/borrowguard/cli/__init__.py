@@ -41,6 +41,12 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
         "run",
         "Run any command with the guard in every Python process it starts.",
     ),
+    "explain": ("borrowguard.cli.explain", "explain", "Explain a finding id: what, versions, remedies, references."),
+    "rules": (
+        "borrowguard.cli.rules",
+        "rules",
+        "Export log signatures as Loki/Prometheus, Elasticsearch, Vector rules; the troubleshooting page.",
+    ),
 }
 
 

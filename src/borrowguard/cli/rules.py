@@ -15,10 +15,16 @@ from borrowguard.knowledge.export import FORMATS, Options, export
 
 @click.group("rules")
 def rules() -> None:
-    """The knowledge base for other tools (see `borrowguard rules export --help`)."""
+    """borrowguard's knowledge base for other tools: alert rules for your log stack, a troubleshooting page.
+
+    \b
+    borrowguard rules export --format prometheus --selector '{app="vllm"}'
+    borrowguard explain ID      # what each rule's finding id means
+    """
 
 
-@rules.command("export")
+@rules.command("export", short_help="Log signatures as Loki/Prometheus, Elasticsearch/OpenSearch or Vector rules; "
+                                    "the troubleshooting page (markdown).")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), required=True,
               help="loki: LogQL queries; prometheus: a Loki ruler rule group (Prometheus rule format); "
                    "elasticsearch/opensearch: regexp queries (JSON); vector: a VRL remap transform (YAML); "

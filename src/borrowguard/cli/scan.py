@@ -19,8 +19,8 @@ from borrowguard.errors import UserInputError
 from borrowguard.knowledge import CONFIDENCES, Confidence, load
 from borrowguard.scan import Finding, Hit, Scanner, ScanResult, expand, scan_inputs
 from borrowguard.scan.chain import summary
+from borrowguard.scan.input_report import InputReport
 from borrowguard.scan.live import follow
-from borrowguard.scan.sources import InputReport
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _CONFIDENCE_STYLE = {"high": "bold", "medium": "", "low": "dim"}
@@ -74,16 +74,7 @@ def scan(
     least 1; a log source that failed (--follow-cmd exiting with an error) is 2.
     """
     kb = load(rules) if rules else load()
-    if follow_cmd is not None:
-        follow_mode = True
-    if not logs and follow_cmd is None:
-        if sys.stdin.isatty():
-            raise UserInputError("give a log file, a glob, '-' for stdin, or --follow-cmd CMD (see --help)")
-        logs = ("-",)
-    if duration is not None and not follow_mode:
-        raise UserInputError("--for only applies with --follow or --follow-cmd")
-    if follow_cmd is not None and not follow_cmd.strip():
-        raise UserInputError('--follow-cmd needs a command, e.g. --follow-cmd "docker logs -f vllm"')
+    logs, follow_mode = _check_options(logs, follow_mode, follow_cmd, duration)
     inputs = expand(logs) if logs else []
     scanner = Scanner(kb)
     out = console()
@@ -94,6 +85,30 @@ def scan(
     else:
         scan_inputs(inputs, scanner, report)
     result = report.apply(scanner.result(floor))
+    _print_result(result, as_json, out)
+    click.get_current_context().exit(max(result.exit_code, result.input_exit_code))
+
+
+def _check_options(
+    logs: Sequence[str], follow_mode: bool, follow_cmd: str | None, duration: float | None
+) -> tuple[Sequence[str], bool]:
+    """The logs to read (stdin when none is given and it is not a terminal) and whether to follow them
+    (--follow-cmd implies --follow); UserInputError for options that do not go together."""
+    if follow_cmd is not None:
+        follow_mode = True
+    if not logs and follow_cmd is None:
+        if sys.stdin.isatty():
+            raise UserInputError("give a log file, a glob, '-' for stdin, or --follow-cmd CMD (see --help)")
+        logs = ("-",)
+    if duration is not None and not follow_mode:
+        raise UserInputError("--for only applies with --follow or --follow-cmd")
+    if follow_cmd is not None and not follow_cmd.strip():
+        raise UserInputError('--follow-cmd needs a command, e.g. --follow-cmd "docker logs -f vllm"')
+    return logs, follow_mode
+
+
+def _print_result(result: ScanResult, as_json: bool, out: Console) -> None:
+    """Warnings and notes about the inputs on stderr, then the result (JSON or the report) on stdout."""
     for warning in result.warnings:
         click.echo(f"borrowguard: warning: {printable(warning)}", err=True)
     for note in result.notes:
@@ -103,7 +118,6 @@ def scan(
             click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
         else:
             render(result, out)
-    click.get_current_context().exit(max(result.exit_code, result.input_exit_code))
 
 
 def _follow(

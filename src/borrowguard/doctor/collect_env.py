@@ -9,6 +9,7 @@ indented, truncated or hostile: unknown lines are ignored, lines are length-capp
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from packaging.utils import canonicalize_name
@@ -41,85 +42,29 @@ _VERSION_TOKEN = re.compile(r"^v?(\d[0-9A-Za-z.+!\-]*)")
 
 # The lines that identify a collect-env report; a text with none of them is not one.
 _MARKERS = frozenset({"pytorch version", "vllm version", "python version", "os", "python platform"})
+# "Key: value" lines about CUDA, and the name each is kept under.
+_CUDA_KEYS = {
+    "cuda used to build pytorch": "torch_build",
+    "cuda runtime version": "runtime",
+    "nvidia driver version": "driver",
+}
 
 
 def parse_collect_env(text: str) -> Snapshot:
     """A snapshot from collect-env text; raises UserInputError when the text is not such a report."""
-    packages: dict[str, str] = {}
-    cuda: dict[str, str] = {}
-    gpus: list[str] = []
-    env: dict[str, str] = {}
-    notes: list[str] = []
-    facts: dict[str, str] = {}
-    machines: dict[str, str] = {}
-    nccl_line: str | None = None
-    markers = 0
-
+    report = _CollectEnvReport()
     for raw in text.splitlines():
-        if len(raw) > MAX_LINE:
-            continue
-        line = raw.rstrip()
-        if m := _PIP.match(line) or _CONDA.match(line):
-            if len(packages) < MAX_PACKAGES:
-                packages[canonicalize_name(m.group(1))] = clean(m.group(2))
-            markers += 1
-            continue
-        if m := _ENV.match(line):
-            if is_relevant_env(m.group(1)) and len(env) < MAX_ENV:
-                env[m.group(1)] = clean(m.group(2))
-            continue
-        if nccl_line is None and (m := _NCCL_LINE.search(line)):
-            nccl_line = m.group(1)
-        if (m := _GPU.search(line)) and len(gpus) < MAX_GPUS:
-            gpus.append(clean(m.group(1)))
-        if m := _LSCPU_ARCH.search(line):
-            machines.setdefault("lscpu", m.group(1))
-        if not (m := _KEY_VALUE.match(line)):
-            continue
-        key, value = _key(m.group(1)), m.group(2)
-        if key in _MARKERS:
-            markers += 1
-        if key == "os":
-            facts.setdefault("os", value)
-            if arch := _ARCH_IN_TEXT.search(value):
-                machines.setdefault("os", arch.group(1))
-        elif key == "python platform":
-            if arch := _ARCH_IN_TEXT.search(value):
-                machines.setdefault("platform", arch.group(1))
-            facts.setdefault("system", value.split("-", 1)[0])
-        elif key in ("pytorch version", "vllm version", "python version"):
-            facts.setdefault(key, value)
-        elif key == "cuda used to build pytorch":
-            _set(cuda, "torch_build", value)
-        elif key == "cuda runtime version":
-            _set(cuda, "runtime", value)
-        elif key == "nvidia driver version":
-            _set(cuda, "driver", value)
-
-    if markers == 0:
+        if len(raw) <= MAX_LINE:
+            report.read_line(raw.rstrip())
+    if report.markers == 0:
         raise UserInputError(
             "not a borrowguard snapshot nor the output of `vllm collect-env` / "
             "`python -m torch.utils.collect_env` (no 'PyTorch version', 'vLLM Version', 'OS', "
             "'Python version' or '[pip3] name==version' line found)"
         )
-
-    for key, package in (("pytorch version", "torch"), ("vllm version", "vllm")):
-        if key in facts and package not in packages:
-            version = _version_of(facts[key])
-            if version:
-                packages[package] = version
-            elif facts[key] and facts[key].upper() not in ("N/A", "COULD NOT COLLECT"):
-                notes.append(f"unrecognised {key}: {clean(facts[key], 80)!r}")
-
-    nccl_version, nccl_source = None, None
-    for name in ("nvidia-nccl-cu13", "nvidia-nccl-cu12"):
-        if packages.get(name):
-            nccl_version, nccl_source = packages[name], f"{name} package (collect-env)"
-            break
-    else:
-        if nccl_line:
-            nccl_version, nccl_source = nccl_line, "NCCL version line (collect-env)"
-
+    packages, facts, machines = report.packages, report.facts, report.machines
+    notes = _add_versions_from_facts(packages, facts)
+    nccl_version, nccl_source = _nccl(packages, report.nccl_line)
     machine = machines.get("lscpu") or machines.get("os") or machines.get("platform")
     python = _version_of(facts.get("python version", ""))
     return Snapshot(
@@ -132,13 +77,103 @@ def parse_collect_env(text: str) -> Snapshot:
         packages=MappingProxyType(packages),
         nccl_version=nccl_version,
         nccl_source=nccl_source,
-        cuda=MappingProxyType(cuda),
-        gpus=tuple(gpus),
+        cuda=MappingProxyType(report.cuda),
+        gpus=tuple(report.gpus),
         # A collect-env report lists borrowguard only if it is installed; absent means unknown.
         plugin_registered=True if packages.get("borrowguard") else None,
-        env=MappingProxyType(redact_env(env)),
+        env=MappingProxyType(redact_env(report.env)),
         notes=tuple(notes),
     )
+
+
+@dataclass
+class _CollectEnvReport:
+    """What the lines of a collect-env report say, gathered one line at a time (each kept to its cap)."""
+
+    packages: dict[str, str] = field(default_factory=dict)
+    cuda: dict[str, str] = field(default_factory=dict)
+    gpus: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    facts: dict[str, str] = field(default_factory=dict)
+    """The "os", "system" and "... version" lines, the first of each kept."""
+    machines: dict[str, str] = field(default_factory=dict)
+    """The CPU architecture as each place names it: "lscpu", "os", "platform"."""
+    nccl_line: str | None = None
+    markers: int = 0
+    """Lines that only a collect-env report has; none means the text is not one."""
+
+    def read_line(self, line: str) -> None:
+        if self._package(line) or self._env_var(line):
+            return
+        self._anywhere_in_line(line)
+        if m := _KEY_VALUE.match(line):
+            self._key_value(_key(m.group(1)), m.group(2))
+
+    def _package(self, line: str) -> bool:
+        """A "[pip3] name==version" or "[conda] name version" line."""
+        if not (m := _PIP.match(line) or _CONDA.match(line)):
+            return False
+        if len(self.packages) < MAX_PACKAGES:
+            self.packages[canonicalize_name(m.group(1))] = clean(m.group(2))
+        self.markers += 1
+        return True
+
+    def _env_var(self, line: str) -> bool:
+        """A "NAME=value" line (vLLM's environment section): kept when relevant, redacted later."""
+        if not (m := _ENV.match(line)):
+            return False
+        if is_relevant_env(m.group(1)) and len(self.env) < MAX_ENV:
+            self.env[m.group(1)] = clean(m.group(2))
+        return True
+
+    def _anywhere_in_line(self, line: str) -> None:
+        """What may appear inside another line: the NCCL version, a GPU, lscpu's architecture."""
+        if self.nccl_line is None and (m := _NCCL_LINE.search(line)):
+            self.nccl_line = m.group(1)
+        if (m := _GPU.search(line)) and len(self.gpus) < MAX_GPUS:
+            self.gpus.append(clean(m.group(1)))
+        if m := _LSCPU_ARCH.search(line):
+            self.machines.setdefault("lscpu", m.group(1))
+
+    def _key_value(self, key: str, value: str) -> None:
+        if key in _MARKERS:
+            self.markers += 1
+        if key == "os":
+            self.facts.setdefault("os", value)
+            if arch := _ARCH_IN_TEXT.search(value):
+                self.machines.setdefault("os", arch.group(1))
+        elif key == "python platform":
+            if arch := _ARCH_IN_TEXT.search(value):
+                self.machines.setdefault("platform", arch.group(1))
+            self.facts.setdefault("system", value.split("-", 1)[0])
+        elif key in ("pytorch version", "vllm version", "python version"):
+            self.facts.setdefault(key, value)
+        elif key in _CUDA_KEYS:
+            _set(self.cuda, _CUDA_KEYS[key], value)
+
+
+def _add_versions_from_facts(packages: dict[str, str], facts: dict[str, str]) -> list[str]:
+    """torch and vllm from their "... version" lines when no package line named them; notes for versions
+    that cannot be read."""
+    notes: list[str] = []
+    for key, package in (("pytorch version", "torch"), ("vllm version", "vllm")):
+        if key in facts and package not in packages:
+            version = _version_of(facts[key])
+            if version:
+                packages[package] = version
+            elif facts[key] and facts[key].upper() not in ("N/A", "COULD NOT COLLECT"):
+                notes.append(f"unrecognised {key}: {clean(facts[key], 80)!r}")
+    return notes
+
+
+def _nccl(packages: dict[str, str], nccl_line: str | None) -> tuple[str | None, str | None]:
+    """(NCCL version, where it was read): its pip package first, else an "NCCL version" line."""
+    for name in ("nvidia-nccl-cu13", "nvidia-nccl-cu12"):
+        if packages.get(name):
+            return packages[name], f"{name} package (collect-env)"
+    if nccl_line:
+        return nccl_line, "NCCL version line (collect-env)"
+    return None, None
 
 
 def _key(raw: str) -> str:

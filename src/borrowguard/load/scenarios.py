@@ -28,16 +28,10 @@ from typing import Any
 
 from borrowguard._compat import StrEnum
 from borrowguard.data.tools import TOOLS
+from borrowguard.load.filler import tool_result, words
 from borrowguard.load.fit import ContextFit, ScenarioSize
 from borrowguard.load.images import FORMATS, data_url, make_image
 from borrowguard.load.options import DEFAULT_MIX, parse_mix
-
-_WORDS = (  # noqa: SIM905 - a sentence of filler words reads better than a 60-item literal
-    "engine token batch cache model server thread queue request stream image vision tool result system "
-    "user answer weather invoice latency memory kernel prompt budget region cluster shard replica policy "
-    "review summary table column filter search report metric alert window buffer offset vector graph node "
-    "edge router gateway schedule deploy rollback commit branch feature signal health probe ready worker"
-).split()
 
 TRUNCATE_RANGE = (8, 192)
 # Not image requests: cutting a multimodal prompt can cut its image placeholders, which a healthy vLLM
@@ -299,12 +293,12 @@ class RequestFactory:
         n_words = r.choice(TEXT_WORDS) if rng else 700  # short and long; repeats are long
         return [
             {"role": "system", "content": "You are a concise assistant."},
-            {"role": "user", "content": _words(r, _scaled(n_words, scale))},
+            {"role": "user", "content": words(r, _scaled(n_words, scale))},
         ]
 
     def _image(self, rng: random.Random | None, scale: float) -> list[dict]:
         r = rng or random.Random(2)
-        text = "Describe these images. " + _words(r, _scaled(IMAGE_WORDS, scale))
+        text = "Describe these images. " + words(r, _scaled(IMAGE_WORDS, scale))
         parts: list[dict] = [{"type": "text", "text": text}]
         sizes = self.settings.image_sizes
         side = math.sqrt(scale)  # image tokens grow with the area
@@ -326,22 +320,22 @@ class RequestFactory:
                 "type": "function",
                 "function": {
                     "name": TOOLS[j]["function"]["name"],
-                    "arguments": json.dumps({"query": _words(r, 6)}),
+                    "arguments": json.dumps({"query": words(r, 6)}),
                 },
             }
             for i, j in enumerate(r.sample(range(len(TOOLS)), 2))
         ]
         messages: list[dict] = [
             {"role": "system", "content": "You are an operations agent. Always answer with a tool call."},
-            {"role": "user", "content": _words(r, _scaled(60, scale))},
+            {"role": "user", "content": words(r, _scaled(60, scale))},
             {"role": "assistant", "content": "", "tool_calls": calls},
         ]
         result_bytes = int(self.settings.tool_result_bytes * scale)
         for call in calls:
             messages.append(
-                {"role": "tool", "tool_call_id": call["id"], "content": _tool_result(r, result_bytes)}
+                {"role": "tool", "tool_call_id": call["id"], "content": tool_result(r, result_bytes)}
             )
-        messages.append({"role": "user", "content": "Now file a ticket about it. " + _words(r, 20)})
+        messages.append({"role": "user", "content": "Now file a ticket about it. " + words(r, 20)})
         return messages
 
 
@@ -363,25 +357,6 @@ def _chars(body: dict[str, Any]) -> int:
 
 def _scaled(n: int, scale: float) -> int:
     return max(MIN_WORDS, int(n * scale))
-
-
-# Drawing every word per request costs more CPU than the rest of the client; a random window into a
-# fixed corpus, behind a random tag, is just as unique for the server and ten times cheaper.
-_CORPUS = random.Random(12345).choices(_WORDS, k=8192)
-
-
-def _words(rng: random.Random, n: int) -> str:
-    start = rng.randrange(len(_CORPUS) - n) if n < len(_CORPUS) else 0
-    return f"{rng.getrandbits(32):08x} " + " ".join(_CORPUS[start : start + n])
-
-
-def _tool_result(rng: random.Random, size: int) -> str:
-    rows, length = [], 2
-    while length < size:
-        row = json.dumps({"id": rng.randrange(10**6), "text": _words(rng, 8)})
-        rows.append(row)
-        length += len(row) + 1
-    return ("[" + ",".join(rows) + "]")[: max(2, size)] if size > 0 else ""
 
 
 def _smooth_weighted_order(weights: dict[str, float]) -> list[str]:

@@ -181,25 +181,8 @@ def run_repro(
         stack = _stack()
 
         passes = ["guarded"] if guard_only else ["unguarded", "guarded"]
-        results: dict[str, PassResult] = {}
-        for i, name in enumerate(passes):
-            if name == "guarded":
-                target = borrowguard.protect(load())  # a fresh object: nothing left from the first pass
-            remaining = start + seconds - time.monotonic()
-            # Setup came out of the budget; on a slow start each pass still gets a minimum to count.
-            budget = max(MIN_PASS_SECONDS, remaining / (len(passes) - i))
-
-            def progress(snapshot: HammerResult, name: str = name, budget: float = budget) -> None:
-                if on_progress is not None:
-                    on_progress(name, snapshot, budget)
-
-            result = hammer(
-                target, calls, expected, threads=threads, seconds=budget, seed=seed, on_progress=progress
-            )
-            results[name] = PassResult(name, verdict_of(result), result)
-            if result.calls < FEW_CALLS and results[name].verdict == SAFE:
-                few = f"the {name} pass made only {result.calls} calls"
-                notes.append(f"{few}; give more --seconds for stronger proof")
+        results = _run_passes(passes, load, target, calls, expected, start + seconds, threads, seed,
+                              on_progress, notes)
     finally:
         if was_installed and not borrowguard.is_installed():
             borrowguard.install()
@@ -212,6 +195,40 @@ def run_repro(
         guarded=results.get("guarded"),
         notes=tuple(notes),
     )
+
+
+def _run_passes(
+    passes: list[str],
+    load: Callable[[], Any],
+    target: Any,
+    calls: list[Any],
+    expected: list[Any],
+    deadline: float,
+    threads: int,
+    seed: int,
+    on_progress: Progress | None,
+    notes: list[str],
+) -> dict[str, PassResult]:
+    """Each pass hammers the same calls until its share of what is left of the budget runs out."""
+    import borrowguard
+
+    results: dict[str, PassResult] = {}
+    for i, name in enumerate(passes):
+        if name == "guarded":
+            target = borrowguard.protect(load())  # a fresh object: nothing left from the first pass
+        remaining = deadline - time.monotonic()
+        # Setup came out of the budget; on a slow start each pass still gets a minimum to count.
+        budget = max(MIN_PASS_SECONDS, remaining / (len(passes) - i))
+
+        def progress(snapshot: HammerResult, name: str = name, budget: float = budget) -> None:
+            if on_progress is not None:
+                on_progress(name, snapshot, budget)
+
+        result = hammer(target, calls, expected, threads=threads, seconds=budget, seed=seed, on_progress=progress)
+        results[name] = PassResult(name, verdict_of(result), result)
+        if result.calls < FEW_CALLS and results[name].verdict == SAFE:
+            notes.append(f"the {name} pass made only {result.calls} calls; give more --seconds for stronger proof")
+    return results
 
 
 def _check(threads: int, seconds: float) -> None:

@@ -9,9 +9,11 @@
 
 Modules: normalize (prefixes, headers, colours), tracebacks (frames per process), scanner (matching),
 state (what is kept per source), record (findings, an engine death's cause), server (start-up lines:
-configuration and phase), bulk and fast (the bulk reader, its anchor search), chain (causal order), readers (files,
-.gz, stdin, globs, a growing file, a command), sources (what an input holds: gzip, UTF-16, binary; what
-happened reading it), live (follow mode over several sources), model (result types).
+configuration and phase), bulk and fast (the bulk reader, its anchor search), chain (causal order),
+readers (files, .gz, stdin, globs), file_follower and command_follower (a growing file, a command),
+input_stream (an input made readable: gzip, UTF-16, binary; over input_kind, byte_streams and
+long_lines), input_report (what happened reading the inputs), live (follow mode over several sources),
+model (result types).
 Signatures are compiled by borrowguard.knowledge.signatures.
 """
 
@@ -22,11 +24,13 @@ from collections.abc import Sequence
 from borrowguard._text import printable
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import KnowledgeBase
+from borrowguard.scan.command_follower import follow_command
+from borrowguard.scan.file_follower import follow_file
+from borrowguard.scan.input_report import InputReport
 from borrowguard.scan.model import ChainStep, Finding, Hit, ScanResult
 from borrowguard.scan.normalize import Line, normalize
-from borrowguard.scan.readers import Input, expand, follow_command, follow_file, open_input
+from borrowguard.scan.readers import Input, expand, open_input
 from borrowguard.scan.scanner import Scanner
-from borrowguard.scan.sources import InputReport
 
 __all__ = [
     "ChainStep",

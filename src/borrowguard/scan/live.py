@@ -8,23 +8,21 @@ import stat
 import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from borrowguard._text import printable
 from borrowguard.errors import BorrowguardError, UserInputError
+from borrowguard.scan.command_follower import command_argv, follow_command
+from borrowguard.scan.file_follower import follow_file
+from borrowguard.scan.input_kind import GZIP_MAGIC, SNIFF, not_text, text_encoding
+from borrowguard.scan.input_report import InputReport
+from borrowguard.scan.input_stream import open_stream
 from borrowguard.scan.model import Hit, excerpt
 from borrowguard.scan.normalize import decode
-from borrowguard.scan.readers import (
-    READ_SIZE,
-    Input,
-    LineSplitter,
-    command_argv,
-    follow_command,
-    follow_file,
-)
+from borrowguard.scan.readers import READ_SIZE, Input, LineSplitter
 from borrowguard.scan.scanner import Scanner
-from borrowguard.scan.sources import GZIP_MAGIC, SNIFF, InputReport, not_text, open_stream, text_encoding
 
 
 def follow(
@@ -47,34 +45,7 @@ def follow(
     scan); a rotated .gz read once instead of followed, a binary file skipped, long lines (notes).
     FIFOs and `<(...)` are read as streams. UserInputError when nothing can be followed."""
     report = report if report is not None else InputReport()
-    report_lock = threading.Lock()
-    sources: list[tuple[str, Callable[[], Iterator[str]]]] = []
-    skipped: list[str] = []
-    for inp in inputs:
-        name = inp.name
-        if inp.path is None:
-            sources.append((name, lambda: _stream_lines(sys.stdin.buffer, "<stdin>", stop, report)))
-            continue
-        path = inp.path
-        kind, why = _classify(path)
-        read_once = (name, lambda p=path, n=name: _open_stream_lines(p, n, stop, report))
-        if kind == "stream":
-            sources.append(read_once)  # type: ignore[arg-type]
-        elif kind == "gzip" and from_end:
-            skipped.append(name)
-            report.note(f"skipped {name}: gzip-compressed (a rotated log); --from-end skips what files hold")
-        elif kind == "gzip":
-            report.note(f"{name}: gzip-compressed (a rotated log): read once, decompressed, not followed")
-            sources.append(read_once)  # type: ignore[arg-type]
-        elif kind == "binary":
-            skipped.append(f"{name}: {why}")
-            report.note(f"skipped {name}: {why}")
-        else:
-            sources.append(
-                (name, lambda p=path, n=name: follow_file(  # type: ignore[misc]
-                    p, stop, poll_interval, from_end=from_end, on_note=report.note
-                ))
-            )
+    sources, skipped = _input_sources(inputs, stop, poll_interval, from_end, report)
     exited: dict[str, int | None] = {}
     command_name = f"$ {command}" if command is not None else None
     if command is not None and command_name is not None:
@@ -84,28 +55,85 @@ def follow(
         )))
     if not sources:
         raise UserInputError(printable("nothing to follow: " + "; ".join(skipped[:3])))
+    pump = _Pump(scanner, [name for name, _ in sources], on_hit, report)
+    _run_until_done(pump, sources, stop)
+    if command_name is not None:
+        _judge_command(command_name, exited, pump.counts[command_name], pump.last.get(command_name), report)
+    return report
 
-    counts: dict[str, int] = {name: 0 for name, _ in sources}
-    last: dict[str, str] = {}
 
-    def pump(name: str, make: Callable[[], Iterator[str]]) -> None:
+_Source = tuple[str, Callable[[], Iterator[str]]]
+"""A source's name, and what starts reading its lines (called in the source's own thread)."""
+
+
+def _input_sources(
+    inputs: Sequence[Input], stop: threading.Event, poll_interval: float, from_end: bool, report: InputReport
+) -> tuple[list[_Source], list[str]]:
+    """How each input is read (followed as it grows, or read once as a stream), and those skipped (with
+    why); what the operator should know about the choice goes to `report`."""
+    sources: list[_Source] = []
+    skipped: list[str] = []
+    for inp in inputs:
+        name = inp.name
+        if inp.path is None:
+            sources.append((name, lambda: _stream_lines(sys.stdin.buffer, "<stdin>", stop, report)))
+            continue
+        path = inp.path
+        kind, why = _classify(path)
+        read_once = (name, partial(_open_stream_lines, path, name, stop, report))
+        if kind == "stream":
+            sources.append(read_once)
+        elif kind == "gzip" and from_end:
+            skipped.append(name)
+            report.note(f"skipped {name}: gzip-compressed (a rotated log); --from-end skips what files hold")
+        elif kind == "gzip":
+            report.note(f"{name}: gzip-compressed (a rotated log): read once, decompressed, not followed")
+            sources.append(read_once)
+        elif kind == "binary":
+            skipped.append(f"{name}: {why}")
+            report.note(f"skipped {name}: {why}")
+        else:
+            sources.append((name, partial(
+                follow_file, path, stop, poll_interval, from_end=from_end, on_note=report.note
+            )))
+    return sources, skipped
+
+
+class _Pump:
+    """Feeds each source's lines into the one scanner, called from one thread per source: counts each
+    source's lines, keeps its last non-blank one (what a failed command is reported with), and passes
+    hits to `on_hit`, never concurrently. A source that fails is reported, not raised."""
+
+    def __init__(
+        self, scanner: Scanner, names: list[str], on_hit: Callable[[Hit], None] | None, report: InputReport
+    ) -> None:
+        self._scanner = scanner
+        self._on_hit = on_hit
+        self._report = report
+        self._lock = threading.Lock()
+        self.counts: dict[str, int] = {name: 0 for name in names}
+        self.last: dict[str, str] = {}
+
+    def __call__(self, name: str, make: Callable[[], Iterator[str]]) -> None:
         try:
             for line in make():
-                counts[name] += 1
+                self.counts[name] += 1
                 if line.strip():
-                    last[name] = line
-                hits = scanner.feed(line, source=name)
-                if hits and on_hit is not None:
-                    with report_lock:
-                        for hit in hits:
-                            on_hit(hit)
-            for hit in scanner.finish(name):
-                if on_hit is not None:
-                    with report_lock:
-                        on_hit(hit)
+                    self.last[name] = line
+                self._tell(self._scanner.feed(line, source=name))
+            self._tell(self._scanner.finish(name))
         except (BorrowguardError, OSError) as exc:
-            report.fail(f"{name}: stopped following: {exc}")
+            self._report.fail(f"{name}: stopped following: {exc}")
 
+    def _tell(self, hits: list[Hit]) -> None:
+        if hits and self._on_hit is not None:
+            with self._lock:
+                for hit in hits:
+                    self._on_hit(hit)
+
+
+def _run_until_done(pump: _Pump, sources: list[_Source], stop: threading.Event) -> None:
+    """One thread per source until every source has ended or `stop` is set (then they get 5 s each)."""
     threads = [threading.Thread(target=pump, args=s, name=f"borrowguard-follow-{i}", daemon=True)
                for i, s in enumerate(sources)]
     for t in threads:
@@ -118,9 +146,6 @@ def follow(
         stop.set()
         for t in threads:
             t.join(timeout=5)
-    if command_name is not None:
-        _judge_command(command_name, exited, counts[command_name], last.get(command_name), report)
-    return report
 
 
 def _judge_command(

@@ -190,29 +190,38 @@ class Session:
     ) -> LevelResult:
         metrics = Metrics(factory.scenarios)
         self.metrics = metrics
-        duration = self.config.duration
-        drain = (
-            self.config.timeout if duration is None else min(self.config.timeout, _DRAIN_GRACE + duration / 4)
-        )
-        plan = LoadPlan(
+        await self._load(base_url, factory, metrics, concurrency, records)
+        # Lines the server wrote while answering the last requests belong to this level.
+        if self.logs.active:
+            await asyncio.sleep(0.3)
+            self.logs.drain()
+        self._check_death()
+        assert self.run is not None
+        elapsed = self.run.elapsed()
+        summary = metrics.summary(elapsed)
+        facts = LevelFacts(
             concurrency=concurrency,
-            duration=duration,
-            requests=self.config.requests,
-            ramp_up=self.config.ramp_up,
-            drain=drain,
+            summary=summary,
+            tokenizer_counts=self._level_tokenizer_counts(),
+            first_tokenizer_line=self._first_tokenizer_line(self.level_index),
+            death=self.death,
+            interrupted=self.interrupted,
+            max_error_rate=self.config.max_error_rate,
         )
-        async with ChatClient(
-            base_url, concurrency=concurrency, timeout=self.config.timeout, api_key=self.api_key
-        ) as client:
-            self.run = LoadRun(
-                client,
-                factory,
-                metrics,
-                plan,
-                records,
-                record_extra={"concurrency": concurrency},
-                on_outcome=self._on_outcome,
-            )
+        series = metrics.series.to_dict()
+        return LevelResult(concurrency, elapsed, summary, series, level_reasons(facts), self.run.cancelled_in_flight)
+
+    async def _load(
+        self, base_url: str, factory: RequestFactory, metrics: Metrics, concurrency: int, records: IO[str] | None
+    ) -> None:
+        duration = self.config.duration
+        # In-flight requests may finish after the planned end, but a hanging server cannot stretch the run.
+        drain = self.config.timeout if duration is None else min(self.config.timeout, _DRAIN_GRACE + duration / 4)
+        plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
+        async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
+                              api_key=self.api_key) as client:
+            self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
+                               on_outcome=self._on_outcome)
             ticker = asyncio.create_task(self._tick(concurrency))
             try:
                 await self.run.run()
@@ -220,33 +229,12 @@ class Session:
                 ticker.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await ticker
-        # Lines the server wrote while answering the last requests belong to this level.
-        if self.logs.active:
-            await asyncio.sleep(0.3)
-            self.logs.drain()
-        self._check_death()
-        elapsed = self.run.elapsed()
-        summary = metrics.summary(elapsed)
+
+    def _level_tokenizer_counts(self) -> dict[str, int]:
         counts = {i: n for (lvl, i), n in self.logs.level_counts.items() if lvl == self.level_index}
-        tokenizer_counts = {i: n for i, n in counts.items() if i in TOKENIZER_IDS}
-        self.tokenizer_reported += sum(tokenizer_counts.values())
-        facts = LevelFacts(
-            concurrency=concurrency,
-            summary=summary,
-            tokenizer_counts=tokenizer_counts,
-            first_tokenizer_line=self._first_tokenizer_line(self.level_index),
-            death=self.death,
-            interrupted=self.interrupted,
-            max_error_rate=self.config.max_error_rate,
-        )
-        return LevelResult(
-            concurrency,
-            elapsed,
-            summary,
-            metrics.series.to_dict(),
-            level_reasons(facts),
-            self.run.cancelled_in_flight,
-        )
+        tokenizer = {i: n for i, n in counts.items() if i in TOKENIZER_IDS}
+        self.tokenizer_reported += sum(tokenizer.values())
+        return tokenizer
 
     def _first_tokenizer_line(self, level: int | None) -> str | None:
         first = next(

@@ -31,7 +31,7 @@ def scalar(value: object) -> str:
 
 
 def _plain(ch: str) -> bool:
-    return ch.isprintable() and ch not in "\u2028\u2029\ufeff" or ch == " "
+    return (ch.isprintable() and ch not in "\u2028\u2029\ufeff") or ch == " "
 
 
 def _escape(ch: str) -> str:

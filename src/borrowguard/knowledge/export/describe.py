@@ -10,8 +10,9 @@ from typing import Any
 
 from borrowguard.knowledge.export.lines import scan_only_reason
 from borrowguard.knowledge.loader import KnowledgeBase, Problem
-from borrowguard.knowledge.model import jsonable
+from borrowguard.knowledge.model import Confidence, jsonable
 
+NEITHER = "neither doctor nor scan (no check, no log signature)"
 _ISSUE = re.compile(r"(?P<repo>[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100})#(?P<number>[0-9]{1,9})")
 
 
@@ -48,7 +49,8 @@ def describe(kb: KnowledgeBase, problem: Problem) -> Entry:
     for other_id in problem.related:
         other = kb.get(other_id)
         if other is not None and other.detect:
-            versions.append(f"through {other_id}: {'; '.join(conditions(other.detect))}")
+            facts = [c for c in conditions(other.detect) if not c.startswith("reported as")]
+            versions.append(f"through {other_id}: {'; '.join(facts)}")
     return Entry(
         id=problem.id,
         title=problem.title,
@@ -84,30 +86,30 @@ def _any(patterns: Any) -> str:
 
 def signature(raw: Mapping[str, Any]) -> str:
     """A `[[problem.signature]]` table as one sentence."""
+    confidence = raw.get("confidence", "high")
+    sure = "" if confidence == "high" else f" ({confidence} confidence)"
     if raw.get("stall"):
-        text = (
-            f"the log ends within {raw.get('stall_lines', 50)} lines after a line matching {_any(raw['stall'])}"
-        )
+        text = f"the log ends within {raw.get('stall_lines', 50)} lines after a line matching {_any(raw['stall'])}"
         if raw.get("resume"):
             text += f", with no line matching {_any(raw['resume'])} after it"
+        text += sure
     elif raw.get("frames"):
         frames = (raw["frames"],) if isinstance(raw["frames"], str) else tuple(raw["frames"])
         text = "a traceback through " + ", then ".join(code(f) for f in frames)
         if raw.get("raises"):
             text += f", ending in an exception line matching {_any(raw['raises'])}"
-        cut = raw.get("when_cut")
+        text += sure
+        cut = raw.get("when_cut") or Confidence(confidence).lower().value
         text += (
             "; not counted when cut before its exception line" if cut == "none"
-            else "; also when cut before its exception line" + (f" ({cut} confidence)" if cut else "")
+            else f"; when cut before its exception line: {cut} confidence"
         )
     else:
-        text = f"a log line matching {_any(raw.get('message', ()))}"
+        text = f"a log line matching {_any(raw.get('message', ()))}{sure}"
     if raw.get("exclude"):
         text += f"; never a line matching {_any(raw['exclude'])}"
     if raw.get("startup") == "ignore":
         text += "; not while the server starts up"
-    if raw.get("confidence", "high") != "high":
-        text += f" ({raw['confidence']} confidence)"
     return text[:1].upper() + text[1:]
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 MAX_REPEAT = 1000
 """RE2 refuses larger counts; real signatures stay far below."""
@@ -74,7 +74,7 @@ def _ranges_where(test: str) -> Ranges:
     return tuple(out)
 
 
-@lru_cache(maxsize=None)
+@cache
 def python_class(letter: str) -> Ranges:
     """The code points Python's `\\s` / `\\d` match in a str pattern: str.isspace / str.isdecimal, which
     is what the `re` engine tests (the test suite checks this against `re` itself)."""
@@ -265,8 +265,9 @@ def parse(pattern: str) -> Node:
 
 def to_re2(pattern: str) -> str:
     """For Go's regexp (Loki `|~`) and RE2; also Rust's `regex` (Vector's VRL), which reads it the same.
-    Only ASCII letters, digits and space stay literal; everything else is `\\x{...}` or escaped
-    punctuation, so no engine (nor the string it sits in: LogQL backticks, VRL r'...') can misread it."""
+    ASCII letters, digits, space and unambiguous punctuation stay literal; everything else is `\\x{...}`
+    or escaped punctuation, so no engine (nor the string it sits in: LogQL backticks, VRL r'...') can
+    misread it."""
     return _write(parse(pattern), _Re2())
 
 
@@ -311,11 +312,11 @@ class _Lucene:
 
 def _write(node: Node, w: _Re2 | _Lucene) -> str:
     if isinstance(node, Seq):
+        if not node.items and isinstance(w, _Lucene):
+            raise Unsupported("an empty group (Lucene has none)")
         # an alternation inside a sequence keeps its own group: `(?:a|b)c` is not `a|bc`
         return "".join(w.group(_write(i, w)) if isinstance(i, Alt) else _write(i, w) for i in node.items)
     if isinstance(node, Alt):
-        if isinstance(w, _Lucene) and not all(o.items for o in node.options):
-            raise Unsupported("an empty alternative (Lucene has no empty group)")
         return "|".join(_write(o, w) for o in node.options)
     if isinstance(node, Repeat):
         inner = _write(node.node, w)

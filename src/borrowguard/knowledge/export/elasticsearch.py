@@ -76,7 +76,10 @@ def export(kb: KnowledgeBase, engine: str, field: str, window: str, command: str
     doc = {
         "about": [*header(p, command, f"{engine} regexp"), usage,
                   f"`{field}` must be a keyword (or wildcard) field holding the whole line, unanalysed: "
-                  "a dynamic mapping's message.keyword skips lines over 256 characters (ignore_above)."],
+                  "a dynamic mapping's message.keyword skips lines over 256 characters (ignore_above).",
+                  "Lucene turns each regexp into an automaton of at most max_determinized_states (10000 by "
+                  "default); the bundled rules are tested with Lucene, a rule of your own with broad bounded "
+                  "repeats may need a larger max_determinized_states."],
         "engine": engine,
         "field": field,
         "rules": rules,

@@ -8,7 +8,9 @@ gives, so a rule change and its page change land together.
 
 from __future__ import annotations
 
-from borrowguard.knowledge.export.describe import Entry, code, describe
+import re
+
+from borrowguard.knowledge.export.describe import NEITHER, Entry, code, describe
 from borrowguard.knowledge.loader import KnowledgeBase
 
 COMMAND = "borrowguard rules export --format markdown --output docs/troubleshooting.md"
@@ -16,8 +18,20 @@ COMMAND = "borrowguard rules export --format markdown --output docs/troubleshoot
 _FOUND_BY = {"doctor": "`borrowguard doctor` (the environment)", "scan": "`borrowguard scan` (server logs)"}
 
 
+_SPECIAL = re.compile(r"[\\`*<\[\]]")
+# what starts a block at a line start: a heading, quote, list item, setext underline or thematic break
+_LINE_START = re.compile(r"^(?:(?=[#+-](?: |$)|>|[=-]+ *$)|([0-9]{1,9})(?=[.)](?: |$)))", re.MULTILINE)
+
+
+def prose(text: str) -> str:
+    """rules.toml's text as it reads there: no emphasis, links, HTML, headings or lists made by accident.
+    (A backslash escapes punctuation only: `12.` at a line start becomes `12\\.`.)"""
+    text = _SPECIAL.sub(lambda m: "\\" + m[0], text)
+    return _LINE_START.sub(lambda m: f"{m[1]}\\" if m[1] else "\\", text)
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
+    return prose(text).replace("|", "\\|")
 
 
 def _remedy(text: str) -> str:
@@ -25,7 +39,7 @@ def _remedy(text: str) -> str:
     command, sep, why = text.partition("   # ")
     if sep:
         return f"{code(command.strip())} — {why.strip()}"
-    return text
+    return prose(text)
 
 
 def _link(problem_id: str) -> str:
@@ -36,11 +50,11 @@ def entry(e: Entry) -> list[str]:
     out = [
         f"## `{e.id}`",
         "",
-        f"**{e.title}**",
+        f"**{prose(e.title)}**",
         "",
-        f"Severity: {e.severity} · Found by: {', '.join(_FOUND_BY[f] for f in e.found_by)}",
+        f"Severity: {e.severity} · Found by: {', '.join(_FOUND_BY[f] for f in e.found_by) or NEITHER}",
         "",
-        e.explanation,
+        prose(e.explanation),
         "",
     ]
     if e.logs:
@@ -50,11 +64,11 @@ def entry(e: Entry) -> list[str]:
             out.append(f"- {text}{rule}")
         out.append("")
     if e.versions:
-        out += ["Which versions and settings:", "", *(f"- {v}" for v in e.versions), ""]
+        out += ["Which versions and settings:", "", *(f"- {prose(v)}" for v in e.versions), ""]
     if e.remedies:
         out += ["Remedies, in order:", "", *(f"{i}. {_remedy(r)}" for i, r in enumerate(e.remedies, 1)), ""]
     if e.references:
-        refs = [f"[{r.text}]({r.url})" if r.url else r.text for r in e.references]
+        refs = [f"[{prose(r.text)}]({r.url})" if r.url else prose(r.text) for r in e.references]
         out += [f"References: {', '.join(refs)}", ""]
     if e.related:
         out += [f"Related: {', '.join(_link(r) for r in e.related)}", ""]

@@ -1,0 +1,106 @@
+"""`borrowguard explain ID`: one knowledge-base entry, as the terminal (or --json) shows it."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import textwrap
+
+import click
+
+from borrowguard._text import printable
+from borrowguard.cli._common import writing_output
+from borrowguard.errors import UserInputError
+from borrowguard.knowledge import KnowledgeBase, load
+from borrowguard.knowledge.export.describe import NEITHER, Entry, describe
+
+
+@click.command("explain")
+@click.argument("problem_id", metavar="ID", required=False)
+@click.option("--list", "list_ids", is_flag=True, help="List every id with its severity and title.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry (or, with --list, all entries) as JSON.")
+@click.option("--rules", type=click.Path(dir_okay=False), metavar="FILE",
+              help="An extra rules file: its problems add to (or replace) the bundled ones.")
+def explain(problem_id: str | None, list_ids: bool, as_json: bool, rules: str | None) -> None:
+    """Explain a finding or problem id: what it is, how it shows in logs, which versions, the remedies in
+    order, references.
+
+    ID is any id that `borrowguard doctor`, `scan` or `verify` report (in their JSON too), and the runbook
+    of every rule `borrowguard rules export` writes.
+
+    \b
+    Examples:
+      borrowguard explain tokenizers-borrow-race
+      borrowguard explain tokenizer-already-borrowed --json
+      borrowguard explain --list
+
+    \b
+    Exit status: 0 shown, 2 an unknown id (the closest ids are suggested) or a usage error.
+    """
+    kb = load(rules) if rules else load()
+    if list_ids:
+        if problem_id is not None:
+            raise UserInputError("give an ID or --list, not both")
+        _list(kb, as_json)
+        return
+    if problem_id is None:
+        raise UserInputError("give an id to explain, e.g. borrowguard explain tokenizers-borrow-race (--list shows all)")
+    problem = kb.get(problem_id.strip())
+    if problem is None:
+        raise UserInputError(_unknown(kb, problem_id))
+    entry = describe(kb, problem)
+    with writing_output():
+        if as_json:
+            click.echo(json.dumps(entry.to_dict(), indent=2, ensure_ascii=False))
+        else:
+            click.echo(printable(render(entry)))
+
+
+def _unknown(kb: KnowledgeBase, problem_id: str) -> str:
+    ids = [p.id for p in kb]
+    close = difflib.get_close_matches(problem_id.strip().lower(), ids, n=3, cutoff=0.6)
+    close += [i for i in ids if problem_id.strip().lower() in i and i not in close][: 3 - len(close)]
+    hint = f"; did you mean {', '.join(close)}?" if close else ""
+    return f"unknown id {printable(problem_id)!r}{hint} (borrowguard explain --list shows every id)"
+
+
+def _list(kb: KnowledgeBase, as_json: bool) -> None:
+    entries = [describe(kb, p) for p in kb]
+    with writing_output():
+        if as_json:
+            click.echo(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
+            return
+        width = max(len(e.id) for e in entries)
+        for e in entries:
+            click.echo(printable(f"{e.id:<{width}}  {e.severity:<7}  {'+'.join(e.found_by) or '-':<11}  {e.title}"))
+
+
+def render(e: Entry) -> str:
+    out = [
+        f"{e.id} — {e.title}",
+        f"severity: {e.severity}    found by: {', '.join(f'borrowguard {f}' for f in e.found_by) or NEITHER}",
+        "",
+        "What it is",
+        textwrap.indent(e.explanation, "  "),
+    ]
+    if e.logs:
+        out += ["", "How it shows in logs"]
+        for i, text in enumerate(e.logs, 1):
+            rule = "  [also a line rule in `borrowguard rules export`]" if i in e.line_rules else ""
+            out.append(_bullet(f"{text}{rule}"))
+    if e.versions:
+        out += ["", "Which versions and settings", *(_bullet(v) for v in e.versions)]
+    if e.remedies:
+        out += ["", "Remedies, in order", *(f"  {i}. {r}" for i, r in enumerate(e.remedies, 1))]
+    if e.references:
+        out += ["", "References", *(f"  - {r.text}" + (f"  {r.url}" if r.url and r.url != r.text else "") for r in e.references)]
+    if e.related:
+        out += ["", f"Related: {', '.join(e.related)}"]
+    if e.referenced_by:
+        out += [f"Referred to by: {', '.join(e.referenced_by)}"]
+    return "\n".join(out)
+
+
+def _bullet(text: str) -> str:
+    return textwrap.fill(text, width=110, initial_indent="  - ", subsequent_indent="    ", break_on_hyphens=False,
+                         break_long_words=False)
