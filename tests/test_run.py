@@ -25,6 +25,7 @@ SCRIPTS = Path(__file__).resolve().parent / "scripts"
 OLD_STACK = Version(tokenizers.__version__) < Version("0.23.1")
 PY = sys.executable
 BG = [PY, "-m", "borrowguard", "run"]
+RACE_S = 3  # seconds of /race: the unguarded control and each guarded worker get the same
 NOTICE = re.compile(r"^borrowguard: guard installed \(transformers \S+, tokenizers \S+, pid (\d+)\)$", re.M)
 GUARD_PROBE = "import transformers, borrowguard; print(borrowguard.is_installed())"
 
@@ -129,9 +130,10 @@ class Uvicorn:
         results: list[dict] = []
         with ThreadPoolExecutor(2) as pool:
             for _ in range(tries):
-                first = pool.submit(get, self.base + "/race?seconds=1")
+                # as long as the unguarded control's race (test_uvicorn_plain_fails: 3 s)
+                first = pool.submit(get, self.base + f"/race?seconds={RACE_S}")
                 time.sleep(0.3)
-                second = pool.submit(get, self.base + "/race?seconds=1")
+                second = pool.submit(get, self.base + f"/race?seconds={RACE_S}")
                 results += [first.result(), second.result()]
                 if len({r["pid"] for r in results}) >= want_pids:
                     break
@@ -201,7 +203,7 @@ def test_uvicorn_two_workers_under_run_serve_exact_results(uvicorn_server):
 
 def test_uvicorn_plain_fails(uvicorn_server):
     server = uvicorn_server(guarded=False, workers=1)  # one worker is enough to show the race
-    result = get(server.base + "/race?seconds=3")
+    result = get(server.base + f"/race?seconds={RACE_S}")
     assert result["guarded"] is False
     assert_fails_as_this_stack_does(result)
 

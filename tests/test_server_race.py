@@ -94,7 +94,10 @@ def hammer(server: ServerProcess, requests: int, pool: ThreadPoolExecutor, start
     return list(pool.map(one, range(start, start + requests)))
 
 
-def hammer_until(server: ServerProcess, seen: Any, budget_s: float = 25.0) -> list[Result]:
+CONTROL_BUDGET_S = 25.0  # what the unguarded control may spend finding the race; the guarded run gets as much
+
+
+def hammer_until(server: ServerProcess, seen: Any, budget_s: float = CONTROL_BUDGET_S) -> list[Result]:
     """Load in rounds until `seen(results)` holds or the budget is spent (the race is probabilistic)."""
     results: list[Result] = []
     deadline = time.monotonic() + budget_s
@@ -166,8 +169,13 @@ def _new_stack_leaks_truncation_into_identical_requests(unguarded: ServerProcess
 
 def test_guarded_is_exact_under_the_same_load(guarded: ServerProcess, expected: dict[str, int]) -> None:
     assert "guard on" in guarded.output_tail()
+    # At least the unguarded control's whole budget, and at least 40 requests per client: a weak guard
+    # must not pass by being tried for less time than the failure took to show.
+    results: list[Result] = []
+    started = time.monotonic()
     with ThreadPoolExecutor(CLIENTS) as pool:
-        results = hammer(guarded, 40 * CLIENTS, pool)
+        while len(results) < 40 * CLIENTS or time.monotonic() - started < CONTROL_BUDGET_S:
+            results += hammer(guarded, 6 * CLIENTS, pool, start=len(results))
     bad = [r for r in results if r.status != 200 or r.prompt_tokens != expected[r.kind]]
     assert not bad, f"{len(bad)} of {len(results)} wrong, e.g. {bad[:3]} (expected {expected})"
     log = guarded.read_log()

@@ -236,3 +236,20 @@ def test_race_exposure_says_when_a_server_cannot_race(server, version, bad_words
 
     note = race_exposure(server, version, bad_words_sent=bad_words, renderer_workers=workers)
     assert (note is None) if says is None else (says in note)
+
+
+def test_a_full_disk_ends_the_records_not_the_run():
+    import errno
+
+    from borrowguard.load.client import Outcome
+    from borrowguard.load.metrics import Metrics
+    from borrowguard.load.runner import LoadPlan, LoadRun
+
+    class FullDisk:
+        def write(self, text: str) -> int:
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    factory = RequestFactory(ScenarioSettings(), "m")
+    run = LoadRun(None, factory, Metrics(factory.scenarios), LoadPlan(), FullDisk())  # type: ignore[arg-type]
+    run._record(Outcome("text", None, None, start=0.0, status=200))
+    assert run.records is None and "No space left" in (run.records_error or "")

@@ -114,7 +114,8 @@ class Session:
         return result
 
     async def _run(self, target: Target, result: VerifyResult) -> str | None:
-        records = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
+        records_file = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
+        records: IO[str] | None = records_file
         session = aiohttp.ClientSession()
         background: list[asyncio.Task] = []
         restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
@@ -163,8 +164,9 @@ class Session:
             await asyncio.gather(*background, return_exceptions=True)
             await asyncio.to_thread(self.logs.stop)
             await session.close()
-            if records is not None:
-                records.close()
+            if records_file is not None:
+                with contextlib.suppress(OSError):  # a full disk was reported already, as a note
+                    records_file.close()
         return None
 
     async def _preflight(self, session: aiohttp.ClientSession, target: Target) -> RequestFactory:
