@@ -6,6 +6,7 @@ import copy
 import pickle
 import random
 import threading
+import time
 
 import pytest
 import tokenizers
@@ -205,10 +206,16 @@ def _background_hammer(tok, stop: threading.Event, seed: int = 1, own_padding_si
     if own_padding_side:  # calls that do not depend on tok.padding_side, which the test changes meanwhile
         calls = [c for c in calls if "padding" not in c.kwargs or "padding_side" in c.kwargs]
     expected = reference(tok, calls)
-    out: dict = {}
+    out: dict = {"calls": 0, "running": threading.Event()}
+
+    def progress(snapshot) -> None:
+        out["calls"] = snapshot.calls
+        if snapshot.calls:
+            out["running"].set()
 
     def run():
-        out["result"] = hammer(tok, calls, expected, threads=8, stop=stop)
+        out["result"] = hammer(tok, calls, expected, threads=8, stop=stop, on_progress=progress,
+                               progress_interval=0.02)
 
     thread = threading.Thread(target=run)
     thread.start()
@@ -242,6 +249,7 @@ def test_runtime_mutation_while_others_encode() -> None:
     stop = threading.Event()
     thread, out = _background_hammer(tok, stop, seed=2, own_padding_side=True)
     try:
+        assert out["running"].wait(120), "the hammer never started"  # mutations happen under load
         for i in range(5):
             word = f"zqxjnewtoken{i}"
             assert len(tok(word, add_special_tokens=False)["input_ids"]) > 1
@@ -255,6 +263,10 @@ def test_runtime_mutation_while_others_encode() -> None:
         padded = tok(["a", "a b c d"], padding=True)["input_ids"]
         assert padded[0][0] == tok.pad_token_id
         tok.padding_side = "right"
+        after = out["calls"]
+        deadline = time.monotonic() + 120  # calls that start after the mutations must see them too
+        while out["calls"] < after + 200 and time.monotonic() < deadline:
+            time.sleep(0.02)
     finally:
         stop.set()
         thread.join()
