@@ -67,4 +67,4 @@ test-vllm:
 .PHONY: test-vllm-serve
 test-vllm-serve: $(OLD)/.stamp
 	@set -o pipefail; py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_serve_env.py | tail -n 1)" && \
-	BORROWGUARD_VLLM_SERVE_PYTHON="$$py" $(OLD)/bin/python -m pytest -q -p no:cacheprovider tests/vllm_serve
+	BORROWGUARD_VLLM_SERVE_PYTHON="$$py" $(OLD)/bin/python -m pytest -q -s -p no:cacheprovider tests/vllm_serve
