@@ -44,7 +44,7 @@ def one(n: int, seconds: float) -> tuple[float, int, float]:
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         result = run_fleet(targets, base)
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    requests = sum(r.levels[0].summary["requests"] for _, r in result.targets if r.levels)
+    requests = sum(r.levels[0].summary.requests for _, r in result.targets if r.levels)
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     return cpu / max(1, requests), requests, rss_mb() - rss0
 

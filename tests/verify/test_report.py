@@ -31,7 +31,7 @@ def _level(concurrency: int, seconds: int = 20, fail_at: int | None = None) -> L
     m.finding(fail_at or 1.0, "tokenizer-already-borrowed")
     m.health_failure(3.0)
     reasons = [Reason("request-errors", f"5 × 500 ({EVIL})", concurrency)] if fail_at is not None else []
-    return LevelResult(concurrency, float(seconds), m.summary(seconds), m.series.to_dict(), reasons)
+    return LevelResult(concurrency, float(seconds), m.summary(seconds), m.series.summary(), reasons)
 
 
 def _doc(levels: list[LevelResult], verdict: str = "FAIL") -> dict:

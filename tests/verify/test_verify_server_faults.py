@@ -99,7 +99,7 @@ def test_identical_requests_with_different_prompt_tokens_fail() -> None:
         result = run_verify(_config(srv.url))
     codes = {r.code for r in result.reasons}
     assert codes == {"prompt-tokens-mismatch"}, result.reasons
-    assert result.levels[0].summary["errors"] == 0
+    assert result.levels[0].summary.errors == 0
 
 
 @pytest.mark.parametrize("how", ["file", "command"])

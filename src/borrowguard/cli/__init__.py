@@ -14,8 +14,8 @@ from typing import Any, NoReturn
 import click
 
 from borrowguard._version import __version__
-from borrowguard.cli._common import EXIT_BROKEN_PIPE
 from borrowguard.errors import UserInputError
+from borrowguard.exit_codes import ExitCode
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
 _COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -84,7 +84,7 @@ class LazyGroup(click.Group):
         except BrokenPipeError:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
-            sys.exit(EXIT_BROKEN_PIPE)
+            sys.exit(ExitCode.BROKEN_PIPE)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, _COMMANDS[name][2]) for name in self.list_commands(ctx)]
@@ -121,4 +121,4 @@ def main(argv: list[str] | None = None) -> Any:
 
 def _fail(message: str) -> NoReturn:
     click.echo(f"borrowguard: error: {message}", err=True)
-    sys.exit(2)
+    sys.exit(ExitCode.ERROR)

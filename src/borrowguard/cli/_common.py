@@ -13,6 +13,7 @@ from rich.segment import Segment
 
 from borrowguard._text import printable
 from borrowguard.errors import UserInputError
+from borrowguard.exit_codes import ExitCode
 
 
 class _PrintableConsole(Console):
@@ -34,12 +35,9 @@ class _PrintableConsole(Console):
         self.quiet = True
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(EXIT_BROKEN_PIPE)
+        raise SystemExit(ExitCode.BROKEN_PIPE)
 
 
-# 128 + SIGPIPE: the status of any Unix filter whose reader went away (`borrowguard scan ... | head`), so
-# that it is never mistaken for a verdict (0, 1 and 2 are verdicts).
-EXIT_BROKEN_PIPE = 141
 
 
 def console(stderr: bool = False) -> Console:

@@ -31,8 +31,9 @@ from borrowguard.data.tools import TOOLS
 from borrowguard.load.filler import tool_result, words
 from borrowguard.load.fit import ContextFit, ScenarioSize
 from borrowguard.load.images import FORMATS, data_url, make_image
-from borrowguard.load.options import DEFAULT_MIX, parse_mix
 
+SCENARIOS = ("text", "image", "tools", "tokenize")  # what --mix may weigh
+DEFAULT_MIX = {"text": 2.0, "image": 1.0, "tools": 1.0, "tokenize": 1.0}
 TRUNCATE_RANGE = (8, 192)
 # Not image requests: cutting a multimodal prompt can cut its image placeholders, which a healthy vLLM
 # rejects. Image requests still collide with the truncating text/tool requests on the shared tokenizer.
@@ -60,7 +61,7 @@ class Endpoint(StrEnum):
 class ScenarioSettings:
     """The knobs of the request mix (all from the CLI)."""
 
-    mix: dict[str, float] = field(default_factory=lambda: parse_mix(DEFAULT_MIX))
+    mix: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_MIX))
     image_sizes: tuple[tuple[int, int], ...] = ((256, 256), (720, 1280))
     images_per_request: int = 1
     tool_result_bytes: int = 2048

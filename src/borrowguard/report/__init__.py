@@ -26,4 +26,4 @@ def write_html(doc: dict[str, Any], path: Path) -> None:
 
 def _write(path: Path, text: str) -> None:
     # Atomic, through symlinks, never onto a device: see borrowguard._files.
-    write_atomic(path, text, "--report")
+    write_atomic(path, text, "the report")

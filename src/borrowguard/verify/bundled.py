@@ -23,7 +23,7 @@ async def start_bundled(config: VerifyConfig, stack: contextlib.ExitStack, sessi
         tmp = stack.enter_context(tempfile.TemporaryDirectory(prefix="borrowguard-verify-"))
         log_path = Path(tmp) / "server.log"
     server = ServerProcess(
-        guard=config.server_guard,
+        guard=config.guarded,
         workers=config.server_workers,
         log_path=log_path,
         start_timeout=config.server_start_timeout,

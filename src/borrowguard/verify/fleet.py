@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from borrowguard.errors import UserInputError
-from borrowguard.verify.config import VerifyConfig
+from borrowguard.verify.config import ConfigError, VerifyConfig
 from borrowguard.verify.result import Verdict, VerifyResult
 from borrowguard.verify.session import Progress, Session
 from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
@@ -135,19 +135,10 @@ class FleetResult:
         return self.verdict.exit_code
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
-            "started_at": self.started_at,
-            "elapsed_s": round(self.elapsed, 3),
-            "interrupted": self.interrupted,
-            "summary": [
-                {"name": name, "url": r.target.get("url"), "verdict": r.verdict, "reasons": len(r.reasons)}
-                for name, r in self.targets
-            ],
-            "targets": [{"name": name, **result.to_dict()} for name, result in self.targets],
-        }
+        """The fleet's JSON document (borrowguard.verify.document)."""
+        from borrowguard.verify.document import to_dict
+
+        return to_dict(self)
 
 
 def _per_target(path: Path | None, name: str) -> Path | None:
@@ -172,8 +163,8 @@ def run_fleet(
     for target, config in zip(targets, configs):
         try:
             config.validate()
-        except UserInputError as exc:
-            raise UserInputError(f"target {target.name}: {exc}") from None
+        except ConfigError as exc:
+            raise exc.for_target(target.name) from None
     with terminate_as_interrupt():
         return asyncio.run(_fleet(targets, configs, progress))
 

@@ -105,7 +105,7 @@ class Session:
                 target = Target(
                     _base(base_url),
                     self.config.url is None,
-                    self.config.server_guard if self.config.url is None else None,
+                    self.config.guarded if self.config.url is None else None,
                 )
                 could_not_run = await self._run(target, result)
                 result.target = target.to_dict()
@@ -210,7 +210,7 @@ class Session:
             interrupted=self.interrupted,
             max_error_rate=self.config.max_error_rate,
         )
-        series = metrics.series.to_dict()
+        series = metrics.series.summary()
         return LevelResult(concurrency, elapsed, summary, series, level_reasons(facts), self.run.cancelled_in_flight)
 
     async def _load(
