@@ -164,3 +164,28 @@ def test_help_teaches() -> None:
 def test_export_options_default_sensibly() -> None:
     assert '"field": "message.keyword"' in export(KB, "elasticsearch")
     assert "line = to_string(.message)" in export(KB, "vector", Options())
+
+
+@pytest.mark.parametrize("typed", ["\x1b[31mtokenizers-borrow-race\x1b[0m", "\x1b]0;title\x07tokenizers-borrow-race",
+                                   "tokenizers-borrow-race\u200b", "\u202etokenizers-borrow-race", " tokenizers-borrow-race\r"])
+def test_explain_strips_escape_codes_around_a_valid_id_and_explains_it(typed: str) -> None:
+    proc = run("explain", typed)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("tokenizers-borrow-race — ") and "\x1b" not in proc.stdout
+
+
+@pytest.mark.parametrize("typed", ["\x1b[31mzzz-nothing\x1b[0m", "\x1b[1mtokenizer-borrow-race", "nccl\x1b[0m\x07",
+                                   "Tokenizers-Borrow-Race", "tokenizers-borrow-race-", "tokenizers\u00a0borrow-race"])
+def test_explain_never_suggests_the_id_it_says_is_unknown(typed: str) -> None:
+    proc = run("explain", typed)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    shown = proc.stderr.split("unknown id ", 1)[1].split(";")[0].split(" (")[0]
+    suggested = proc.stderr.split("did you mean ", 1)[1].split("?")[0].split(", ") if "did you mean" in proc.stderr else []
+    assert all(repr(s) != shown for s in suggested), proc.stderr
+
+
+def test_explain_cuts_a_huge_unknown_id_and_says_its_length() -> None:
+    proc = run("explain", "a" * 120_000)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert len(proc.stderr) < 300 and "120,000 characters" in proc.stderr, proc.stderr[:300]
