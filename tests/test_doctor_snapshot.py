@@ -185,7 +185,7 @@ def good_snapshot(**overrides: object) -> dict:
 
 
 def test_snapshot_json_is_validated_and_normalised() -> None:
-    snap = Snapshot.from_json(good_snapshot())
+    snap = Snapshot.from_dict(good_snapshot())
     assert snap.machine == "aarch64"
     assert snap.version("tokenizers") == "0.22.2"
     assert snap.knows("vllm") and snap.version("vllm") is None
@@ -214,16 +214,16 @@ def test_snapshot_json_is_validated_and_normalised() -> None:
 )
 def test_snapshot_type_errors_name_the_field(overrides: dict, field: str) -> None:
     with pytest.raises(UserInputError, match="snapshot field") as info:
-        Snapshot.from_json(good_snapshot(**overrides))
+        Snapshot.from_dict(good_snapshot(**overrides))
     assert field in str(info.value)
 
 
 def test_server_facts_round_trip() -> None:
-    snap = Snapshot.from_json(good_snapshot(server={"renderer_num_workers": 2, "structured_outputs_backend": "xgrammar"}))
+    snap = Snapshot.from_dict(good_snapshot(server={"renderer_num_workers": 2, "structured_outputs_backend": "xgrammar"}))
     assert dict(snap.server) == {"renderer_num_workers": 2, "structured_outputs_backend": "xgrammar"}
-    again = Snapshot.from_json(json.loads(json.dumps(snap.to_json())))
+    again = Snapshot.from_dict(json.loads(json.dumps(snap.to_dict())))
     assert dict(again.server) == dict(snap.server)
-    assert Snapshot.from_json(good_snapshot()).server == {}  # snapshots written before the field existed
+    assert Snapshot.from_dict(good_snapshot()).server == {}  # snapshots written before the field existed
 
 
 def test_hostile_strings_are_cleaned_and_secrets_redacted_on_load() -> None:
@@ -235,16 +235,16 @@ def test_hostile_strings_are_cleaned_and_secrets_redacted_on_load() -> None:
         },
         env={"VLLM_API_KEY": "sk-123", "NCCL_DEBUG": "INFO", "bad name; rm -rf": "x"},
     )
-    snap = Snapshot.from_json(doc)
+    snap = Snapshot.from_dict(doc)
     assert "\x1b" not in snap.os and "\x07" not in snap.os
     assert len(snap.os) <= 400
     assert snap.env == {"VLLM_API_KEY": "<redacted>", "NCCL_DEBUG": "INFO"}
 
 
 def test_doctor_json_output_is_accepted_as_a_snapshot() -> None:
-    original = Snapshot.from_json(good_snapshot())
+    original = Snapshot.from_dict(good_snapshot())
     diagnosis = diagnose(original, KB)
-    again = parse_snapshot(json.dumps(diagnosis.to_json()).encode())
+    again = parse_snapshot(json.dumps(diagnosis.to_dict()).encode())
     assert ids(again) == ids(original)
 
 
@@ -287,7 +287,7 @@ def test_live_collection_round_trips(monkeypatch: pytest.MonkeyPatch) -> None:
     assert snap.env["VLLM_API_KEY"] == "<redacted>"
     assert snap.env["NCCL_DEBUG"] == "INFO" and snap.env["TOKENIZERS_PARALLELISM"] == "false"
     assert "UNRELATED_VARIABLE" not in snap.env
-    text = json.dumps(snap.to_json())
+    text = json.dumps(snap.to_dict())
     assert "sk-live-do-not-print" not in text
     again = parse_snapshot(text.encode())
     assert again.packages == snap.packages

@@ -27,10 +27,10 @@ from borrowguard.cli._common import _PrintableConsole, console
 from borrowguard.doctor import guard_status, read_snapshot
 from borrowguard.doctor.snapshot import SCHEMA, Snapshot
 from borrowguard.scan import scan_paths
-from borrowguard.scan.input_kind import not_text, text_encoding
-from borrowguard.scan.input_stream import open_stream
-from borrowguard.scan.long_lines import LongLines
-from borrowguard.scan.readers import LineSplitter
+from borrowguard.scan.inputs.kind import not_text, text_encoding
+from borrowguard.scan.inputs.long_lines import LongLines
+from borrowguard.scan.inputs.readers import LineSplitter
+from borrowguard.scan.inputs.stream import open_stream
 
 FIXTURES = Path(__file__).parent / "fixtures"
 BORROW = FIXTURES / "logs" / "vllm_v1_borrow_chain.log"  # 39 lines, "RuntimeError: Already borrowed" on 23

@@ -14,7 +14,7 @@ import pytest
 from borrowguard.doctor import read_snapshot
 from borrowguard.doctor.source import with_server_log
 from borrowguard.scan import Scanner, ScanResult
-from borrowguard.scan.server import Phase, ServerWatch
+from borrowguard.scan.startup import Phase, StartupWatch
 
 REAL = Path(__file__).parent / "fixtures" / "logs" / "real-world"
 
@@ -61,7 +61,7 @@ def test_configuration_from_the_start_up_lines() -> None:
 
 
 def test_old_formats_and_the_engine_config_line() -> None:
-    watch = ServerWatch()
+    watch = StartupWatch()
     watch.observe(
         "args: Namespace(host=None, port=8000, model='/models/llama', tensor_parallel_size=4, "
         "guided_decoding_backend='xgrammar', max_num_seqs=256)"
@@ -73,11 +73,11 @@ def test_old_formats_and_the_engine_config_line() -> None:
     # the engine's own config line corrects what the arguments said
     assert (config.vllm_version, config.tensor_parallel_size, config.max_model_len) == ("0.5.2", 2, 4096)
     assert (config.max_num_seqs, config.structured_outputs_backend) == (256, "xgrammar")
-    assert ServerWatch().config() is None
+    assert StartupWatch().config() is None
 
 
 def test_phases() -> None:
-    watch = ServerWatch()
+    watch = StartupWatch()
     assert watch.observe("hello") is None
     assert watch.observe("vLLM API server version 0.21.0") is Phase.BEGIN
     assert watch.observe("Loading weights took 3.2 seconds") is Phase.PROGRESS
@@ -85,7 +85,7 @@ def test_phases() -> None:
 
 
 def test_a_cut_args_line_still_gives_what_it_holds() -> None:
-    watch = ServerWatch()
+    watch = StartupWatch()
     watch.observe("non-default args: {'model': '/m', 'max_model_len': 2048, 'quantization': 'ascend', 'tensor_para")
     config = watch.config()
     assert config is not None and (config.model, config.max_model_len) == ("/m", 2048)

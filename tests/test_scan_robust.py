@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from borrowguard.errors import UserInputError
 from borrowguard.scan import Scanner, expand, fast, scan_paths
+from borrowguard.scan.inputs.readers import LineSplitter
 from borrowguard.scan.model import MAX_DETAILS, MAX_PROCESSES
 from borrowguard.scan.normalize import MAX_LINE
-from borrowguard.scan.readers import LineSplitter
 from borrowguard.scan.tracebacks import MAX_WINDOW_LINES, MAX_WINDOWS
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"

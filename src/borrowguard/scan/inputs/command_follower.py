@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 
 from borrowguard.errors import UserInputError
-from borrowguard.scan.long_lines import long_lines_note
+from borrowguard.scan.inputs.long_lines import long_lines_note
+from borrowguard.scan.inputs.readers import READ_SIZE, LineSplitter
 from borrowguard.scan.normalize import decode
-from borrowguard.scan.readers import READ_SIZE, LineSplitter
 
 
 def follow_command(

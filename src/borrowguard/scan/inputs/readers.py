@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from borrowguard.errors import UserInputError
-from borrowguard.scan.input_stream import Opened, open_stream
+from borrowguard.scan.inputs.stream import Opened, open_stream
 from borrowguard.scan.normalize import ELLIPSIS_BYTES, HEAD, MAX_LINE
 
 STDIN = "-"
@@ -65,7 +65,7 @@ def expand(specs: Sequence[str]) -> list[Input]:
 def open_input(inp: Input) -> Iterator[Opened]:
     """The input's log text as a binary stream, read front to back without seeking (pipes, FIFOs and
     `<(...)` read like files): gzip (by magic bytes, whatever the name) decompressed as far as it goes,
-    UTF-16 and byte-order marks decoded; `not_a_log` says why a binary file is not read (see input_stream)."""
+    UTF-16 and byte-order marks decoded; `not_a_log` says why a binary file is not read (see stream)."""
     try:
         if inp.path is None:
             yield open_stream(sys.stdin.buffer, inp.name)

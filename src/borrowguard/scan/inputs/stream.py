@@ -13,9 +13,9 @@ read once, front to back, never seeking, so that pipes read like files; the firs
 
 Lines longer than the scanner's cap (64 KiB) keep only their ends; that is counted and said once.
 What the reader met is told by `Opened.problems()` and `Opened.notes()`, for a
-borrowguard.scan.input_report.InputReport to collect.
+borrowguard.scan.inputs.report.InputReport to collect.
 
-Modules below this one: input_kind (what the first bytes say), byte_streams (the stacked readers),
+Modules below this one: kind (what the first bytes say), byte_streams (the stacked readers),
 long_lines (counting lines over the cap).
 """
 
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from borrowguard.scan.byte_streams import (
+from borrowguard.scan.inputs.byte_streams import (
     READ_SIZE,
     ByteStream,
     Gunzip,
@@ -34,8 +34,8 @@ from borrowguard.scan.byte_streams import (
     SkipBytes,
     Transcode,
 )
-from borrowguard.scan.input_kind import GZIP_MAGIC, SNIFF, not_text, text_encoding
-from borrowguard.scan.long_lines import LongLines
+from borrowguard.scan.inputs.kind import GZIP_MAGIC, SNIFF, not_text, text_encoding
+from borrowguard.scan.inputs.long_lines import LongLines
 
 
 class _Watched(ByteStream):

@@ -1,7 +1,7 @@
 """What an input is, told from its first bytes: gzip, text in another encoding, or not a log at all.
 
 Only the start of an input is looked at (SNIFF bytes, already decompressed where it was gzip); reading
-it is the business of borrowguard.scan.input_stream.
+it is the business of borrowguard.scan.inputs.stream.
 """
 
 from __future__ import annotations

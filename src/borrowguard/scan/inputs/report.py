@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, field
 
 from borrowguard._text import printable
-from borrowguard.scan.input_stream import Opened
+from borrowguard.scan.inputs.stream import Opened
 from borrowguard.scan.model import ScanResult
 
 MAX_MESSAGES = 20

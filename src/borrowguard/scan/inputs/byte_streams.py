@@ -9,7 +9,7 @@ import codecs
 import zlib
 from typing import Any, Protocol
 
-from borrowguard.scan.input_kind import GZIP_MAGIC, SNIFF
+from borrowguard.scan.inputs.kind import GZIP_MAGIC, SNIFF
 
 READ_SIZE = 1 << 16
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import BinaryIO
 
 from borrowguard.errors import UserInputError
-from borrowguard.scan.input_kind import text_encoding
-from borrowguard.scan.long_lines import long_lines_note
+from borrowguard.scan.inputs.kind import text_encoding
+from borrowguard.scan.inputs.long_lines import long_lines_note
+from borrowguard.scan.inputs.readers import READ_SIZE, LineSplitter
 from borrowguard.scan.normalize import decode
-from borrowguard.scan.readers import READ_SIZE, LineSplitter
 
 
 def follow_file(

@@ -27,7 +27,7 @@ class Phase(Enum):
 
 
 @dataclass
-class ServerConfig:
+class StartupFacts:
     """The facts the knowledge base's rules may use; None where the log does not say."""
 
     vllm_version: str | None = None
@@ -109,12 +109,12 @@ _DEFAULT_ONE = ("tensor_parallel_size", "pipeline_parallel_size", "renderer_num_
 """Facts that equal 1 when the server lists its non-default arguments without them."""
 
 
-class ServerWatch:
+class StartupWatch:
     """Reads start-up lines as they come: the configuration (the first value of each fact wins, except
     that an engine's own config line corrects an argument's) and the start-up phase."""
 
     def __init__(self) -> None:
-        self._config = ServerConfig()
+        self._config = StartupFacts()
         self._args_seen = False
 
     def observe(self, message: str) -> Phase | None:
@@ -134,11 +134,11 @@ class ServerWatch:
                 return phase
         return None
 
-    def config(self) -> ServerConfig | None:
+    def config(self) -> StartupFacts | None:
         """What is known so far (None when nothing is)."""
         if not self._config.known():
             return None
-        snapshot = ServerConfig(**self._config.to_dict())
+        snapshot = StartupFacts(**self._config.to_dict())
         if self._args_seen:
             for name in _DEFAULT_ONE:
                 if getattr(snapshot, name) is None:
