@@ -30,8 +30,10 @@ anchors or backtrack catastrophically on hostile lines).
 Repetition is bounded as RE2 bounds it (Loki's Go regexp and Vector's Rust regex have the same limits): no
 count above 1000, no nested counts whose product is above 1000. A repetition that varies in count may not
 repeat something that varies as well, nor alternatives that can start alike: Python's backtracking tries
-every way to split the line between them. The loader checks every user pattern this way when it reads the
-file, for every tool. With google-re2 installed (the dev extra) each pattern that `rules export` can write
+every way to split the line between them. And each pattern has a per-line budget: an upper bound on the
+ways it can be tried on one 64 KiB line (positions times paths at each) must stay under LINE_BUDGET, which
+in practice means every repetition is bounded (`\\S{1,128}`, not `\\S+` or `.*`), as the bundled ones are.
+The loader checks every user pattern this way when it reads the file, for every tool. With google-re2 installed (the dev extra) each pattern that `rules export` can write
 is also compiled by RE2 as written for Loki and Vector; without it, the limits above (RE2's own) decide
 alone, so a rules file is accepted or refused the same way.
 """
@@ -300,6 +302,11 @@ def nested_unbounded(pattern: str) -> bool:
     return False
 
 
+LINE = 64 * 1024
+"""The longest message scan hands to a regex (scan cuts longer lines to their two ends; a test checks)."""
+LINE_BUDGET = 2**27
+"""Per line, at most this many ways to try a pattern (positions times paths at each): about a second of
+Python's `re` at worst, whatever the line holds. The bundled patterns stay below 2**24."""
 MAX_REPEAT = 1000
 """RE2's limit (Loki's Go regexp and Vector's Rust regex have the same one): on one count, and on the
 product of the counts of nested repetitions, `(?:(?:ab{10}){10}){10}` being 1000."""
@@ -316,6 +323,12 @@ class _Group:
     firsts: list[str | None] = field(default_factory=lambda: [None])
     """Each alternative's first token."""
     alternatives: bool = False
+    paths: float = 1.0
+    """An upper bound on the ways it can match at one position (a closed group: all its alternatives)."""
+    done: float = 0.0
+    """While open: the paths of its alternatives before the current one (whose are `paths`)."""
+    best: float = 0.0
+    """While open: the most paths of one of those alternatives."""
 
 
 def _count(quant: str) -> tuple[int, int | None]:
@@ -347,6 +360,8 @@ def repetition_problem(pattern: str) -> str | None:
             if last.product > MAX_REPEAT:
                 return (f"nests repetitions {last.product} times over; RE2 (Loki, Vector) refuses more than "
                         f"{MAX_REPEAT} (the product of nested counts): lower the counts")
+            before = last.paths  # already counted in `top` (once, as if not repeated)
+            last.paths = _repeat_paths(before, low, high)
             varies = high is None or (low < high and high >= 2)
             if varies and last.varies:
                 return ("repeats a varying number of times something that itself varies in length, which "
@@ -357,6 +372,7 @@ def repetition_problem(pattern: str) -> str | None:
             last.varies = last.varies or high is None or low < high
             top.varies = top.varies or last.varies
             top.product = max(top.product, last.product)
+            top.paths *= last.paths / before
             last = None
             continue
         if kind == "open":
@@ -366,17 +382,34 @@ def repetition_problem(pattern: str) -> str | None:
         if kind == "alt":
             top.alternatives = True
             top.firsts.append(None)
+            top.done, top.best, top.paths = top.done + top.paths, max(top.best, top.paths), 1.0
             last = None
             continue
         if kind == "close" and len(stack) > 1:
             last = stack.pop()
+            # alternatives that start differently: at most one of them goes on at a position
+            last.paths = max(last.best, last.paths) if _distinct(last.firsts) else last.done + last.paths
             stack[-1].varies = stack[-1].varies or last.varies
             stack[-1].product = max(stack[-1].product, last.product)
             _first(stack[-1], f"({id(last)}")
+            stack[-1].paths *= last.paths  # once; a quantifier after it scales this
             continue
         _first(top, text if kind in ("lit", "esc") else f"{kind}:{text}")
         last = _Group()
+    top = stack[0]
+    cost = LINE * (max(top.best, top.paths) if _distinct(top.firsts) else top.done + top.paths)
+    if cost > LINE_BUDGET:
+        return (f"can take about {cost:.0e} steps on one {LINE // 1024} KiB line (the budget is {LINE_BUDGET:.0e}): "
+                "bound every repetition tightly, e.g. \\S{1,128} rather than \\S+ or .*")
     return None
+
+
+def _repeat_paths(paths: float, low: int, high: int | None) -> float:
+    # each count from low to high is one more way to match, each iteration multiplies by the atom's ways
+    top = LINE if high is None else min(high, LINE)
+    if paths <= 1.0:
+        return float(max(top - low + 1, 1))
+    return min(paths ** min(top, 64), 1e300) * max(top - low + 1, 1)
 
 
 def _first(group: _Group, token: str) -> None:
