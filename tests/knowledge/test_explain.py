@@ -168,6 +168,7 @@ def test_export_options_default_sensibly() -> None:
     assert "line = to_string(.message)" in export(KB, "vector", Options())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed", ["\x1b[31mtokenizers-borrow-race\x1b[0m", "\x1b]0;title\x07tokenizers-borrow-race",
                                    "tokenizers-borrow-race\u200b", "\u202etokenizers-borrow-race", " tokenizers-borrow-race\r"])
 def test_explain_strips_escape_codes_around_a_valid_id_and_explains_it(typed: str) -> None:
@@ -176,6 +177,7 @@ def test_explain_strips_escape_codes_around_a_valid_id_and_explains_it(typed: st
     assert proc.stdout.startswith("tokenizers-borrow-race — ") and "\x1b" not in proc.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("typed", ["\x1b[31mzzz-nothing\x1b[0m", "\x1b[1mtokenizer-borrow-race", "nccl\x1b[0m\x07",
                                    "Tokenizers-Borrow-Race", "tokenizers-borrow-race-", "tokenizers\u00a0borrow-race"])
 def test_explain_never_suggests_the_id_it_says_is_unknown(typed: str) -> None:
@@ -187,6 +189,7 @@ def test_explain_never_suggests_the_id_it_says_is_unknown(typed: str) -> None:
     assert all(repr(s) != shown for s in suggested), proc.stderr
 
 
+@pytest.mark.slow
 def test_explain_cuts_a_huge_unknown_id_and_says_its_length() -> None:
     proc = run("explain", "a" * 120_000)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1

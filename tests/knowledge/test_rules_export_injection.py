@@ -107,6 +107,7 @@ def test_a_rules_file_text_with_a_line_break_or_control_is_refused_in_every_form
         assert unsafe(err.rstrip("\n")) is None
 
 
+@pytest.mark.slow
 def test_refusals_from_a_real_process_are_one_line_without_a_traceback(tmp_path: Path) -> None:
     rules = rules_file(tmp_path / "site.toml", pid="site-x\rinjected: 1")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
@@ -182,6 +183,7 @@ def test_the_loki_export_is_comments_and_one_query_per_line(awkward: Path) -> No
     assert len(queries) == len(loki_plan(load(awkward)).rules)
 
 
+@pytest.mark.slow
 def test_the_loki_export_parses_with_the_logql_grammar(awkward: Path) -> None:
     if engines.missing_logql_parser():
         pytest.skip(engines.missing_logql_parser())
@@ -190,6 +192,7 @@ def test_the_loki_export_parses_with_the_logql_grammar(awkward: Path) -> None:
     assert engines.logql_errors(blocks) == [[] for _ in blocks]
 
 
+@pytest.mark.slow
 def test_promtool_accepts_the_awkward_rule_group(awkward: Path, tmp_path: Path) -> None:
     if engines.missing_promtool():
         pytest.skip(engines.missing_promtool())

@@ -61,6 +61,7 @@ def test_the_loader_keeps_bounded_unambiguous_patterns(tmp_path: Path, pattern: 
     assert load(rules(tmp_path, pattern))["site-oops"].signatures[0]["message"] == (pattern,)
 
 
+@pytest.mark.slow
 def test_the_issue_pattern_is_refused_by_every_command_in_one_line(tmp_path: Path) -> None:
     path = rules(tmp_path, ISSUE)
     for args in (["rules", "export", "--format", "loki", "--selector", '{app="v"}'],
@@ -70,6 +71,7 @@ def test_the_issue_pattern_is_refused_by_every_command_in_one_line(tmp_path: Pat
         assert proc.stderr.count("\n") == 1 and "1000" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
+@pytest.mark.slow
 def test_scan_with_a_slow_pattern_on_a_3kb_line_is_refused_not_run(tmp_path: Path) -> None:
     log = tmp_path / "one.log"
     log.write_text("OOPS" + "a" * 3000 + "\n", encoding="utf-8")
