@@ -129,7 +129,7 @@ def _race_seen(r: embed_load.HammerResult) -> int:
 @pytest.mark.slow
 def test_plain_uvicorn_races_and_borrowguard_run_serves_exact_answers(embed_server):
     requests = embed_load.embed_requests(MODEL)
-    assert {r.kind for r in requests} == {"embed_single", "embed_single_trunc", "embed_batch", "embed_ids",
+    assert {r.kind for r in requests} == {"embed_single", "embed_single_full", "embed_single_trunc", "embed_batch", "embed_ids",
                                           "rerank", "score"}
     plain = embed_server(guarded=False)
     reference = embed_load.serial_reference(plain.url, requests)

@@ -12,7 +12,7 @@ threads, each with its own truncation/padding (a batch pads to its longest text,
 borrowed" and the newest one apply one request's settings to another's call.
 
     GET  /health, /v1/models                  (the model card carries max_model_len, as vLLM's does)
-    POST /v1/embeddings  {"input": str | [str] | [int] | [[int]], "truncate_prompt_tokens"?: int}
+    POST /v1/embeddings  {"input": str | [str] | [int] | [[int]], "truncate_prompt_tokens"?: int (-1: max)}
          -> {"data": [{"object": "embedding", "index", "embedding"}], "usage": {"prompt_tokens", ...}}
     POST /v1/rerank, /rerank  {"query", "documents": [str], "top_n"?, "truncate_prompt_tokens"?}
          -> {"results": [{"index", "relevance_score", "document": {"text"}}], "usage": {...}}
@@ -92,7 +92,7 @@ def models() -> dict[str, Any]:
 
 def _max_length(body: dict[str, Any]) -> int:
     value = body.get("truncate_prompt_tokens")
-    if value is None:
+    if value is None or value == -1:  # -1: the model's maximum (as in vLLM)
         return MAX_LENGTH
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_LENGTH:
         raise BadRequest(f"truncate_prompt_tokens must be an integer in 1..{MAX_LENGTH}")

@@ -87,28 +87,36 @@ class HammerResult:
 
 
 def embed_requests(model: str, *, seed: int = 0, endpoints: tuple[str, ...] = ("embeddings", "rerank", "score"),
-                   rerank_path: str = "/v1/rerank", max_truncate: int = 64, ids_below: int = 1000) -> list[Req]:
-    """A fixed set of distinct requests on the endpoints named (see the module docstring)."""
+                   rerank_path: str = "/v1/rerank", max_truncate: int = 64, ids_below: int = 1000,
+                   long_words: tuple[int, int] = (150, 350)) -> list[Req]:
+    """A fixed set of distinct requests on the endpoints named (see the module docstring). `long_words`:
+    the length of the texts that are truncated (a long text keeps the tokenizer busy, and truncation keeps
+    the model's share small)."""
     r = random.Random(seed)
     out: list[Req] = []
     for i in range(6 if "embeddings" in endpoints else 0):
-        long = words(r, r.randint(150, 350))
+        long = words(r, r.randint(*long_words))
         trunc = r.randint(4, max_truncate)
-        out.append(Req("embed_single", "/v1/embeddings", {"model": model, "input": long}))
+        out.append(Req("embed_single", "/v1/embeddings", {"model": model, "input": words(r, r.randint(150, 350))}))
+        # -1: truncate at the model's maximum (vLLM: max_length == model_max_length, its own tokenizer queue)
+        out.append(Req("embed_single_full", "/v1/embeddings",
+                       {"model": model, "input": long, "truncate_prompt_tokens": -1}))
         out.append(Req("embed_single_trunc", "/v1/embeddings",
                        {"model": model, "input": long, "truncate_prompt_tokens": trunc}))
-        batch = [words(r, r.randint(5, 300)) for _ in range(r.randint(3, 8))]
-        body: dict[str, Any] = {"model": model, "input": batch}
-        if i % 2:
-            body["truncate_prompt_tokens"] = r.randint(4, max_truncate)
+        if i % 3:  # truncated: long texts; not: short ones
+            batch = [words(r, r.randint(*long_words)) for _ in range(r.randint(3, 8))]
+            body: dict[str, Any] = {"model": model, "input": batch,
+                                    "truncate_prompt_tokens": -1 if i % 3 == 2 else r.randint(4, max_truncate)}
+        else:
+            body = {"model": model, "input": [words(r, r.randint(5, 300)) for _ in range(r.randint(3, 8))]}
         out.append(Req("embed_batch", "/v1/embeddings", body))
         out.append(Req("embed_ids", "/v1/embeddings",
                        {"model": model, "input": [r.randrange(5, ids_below) for _ in range(r.randint(8, 64))]}))
-    for i in range(4 if "rerank" in endpoints else 0):
+    for i in range(6 if "rerank" in endpoints else 0):
         body = {"model": model, "query": words(r, r.randint(4, 20)),
                 "documents": [words(r, r.randint(20, 250)) for _ in range(r.randint(2, 6))]}
-        if i % 2:
-            body["truncate_prompt_tokens"] = r.randint(16, max_truncate)
+        if i % 3:
+            body["truncate_prompt_tokens"] = -1 if i % 3 == 2 else r.randint(16, max_truncate)
         out.append(Req("rerank", rerank_path, body))
     for _ in range(3 if "score" in endpoints else 0):
         out.append(Req("score", "/score", {"model": model, "text_1": words(r, r.randint(4, 20)),
