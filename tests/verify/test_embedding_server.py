@@ -11,6 +11,7 @@ answer 200 and equal to its serial reference.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ import pytest
 from support import embed_load
 from support.http import wait_healthy
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 SRC = TESTS.parent / "src"
 PY = sys.executable
 OLD_STACK = __import__("tokenizers").__version__ < "0.23"
@@ -59,7 +60,7 @@ class EmbedServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log_path = log_path
         argv = [PY, "-m", "uvicorn", "support.embed_app:app", "--app-dir", str(TESTS),
-                "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "warning"]
+                "--host", "127.0.0.1", "--port", str(self.port), "--log-level", "info"]  # access lines: a live log
         if guarded:
             argv = [PY, "-m", "borrowguard", "run", "--", *argv]
         self.argv = argv
@@ -159,3 +160,43 @@ def test_plain_uvicorn_races_and_borrowguard_run_serves_exact_answers(embed_serv
     assert dict(result.statuses) == {"200": result.requests}, (result.to_dict(), result.samples)
     assert (result.wrong_counts, result.wrong_vectors) == (0, 0), result.to_dict()
     assert "guard installed" in guarded.log_path.read_text("utf-8", "replace")
+
+
+def _verify(server: EmbedServer, seconds: int = 20) -> tuple[int, dict]:
+    proc = subprocess.run(
+        [PY, "-m", "borrowguard", "verify", "--url", server.url, "--log", str(server.log_path),
+         "-d", str(seconds), "-c", "16", "--json"],
+        capture_output=True, text=True, timeout=600, env=_env(),
+    )  # fmt: skip
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.mark.slow
+def test_verify_with_default_options_fails_plain_uvicorn_and_passes_borrowguard_run(embed_server):
+    """`borrowguard verify --url … --log …` (default mix) against the app: it finds the embedding, rerank and
+    score endpoints (chat and completions are not served) and gives the race's verdict."""
+    plain = embed_server(guarded=False)
+    code, doc = _verify(plain)
+    summary = doc["levels"][0]["summary"]
+    counts = {k: v["statuses"] for k, v in summary["scenarios"].items()}
+    print(f"\nplain: {doc['verdict']} {summary['requests']} requests {counts} faults {summary['errors_by_fault']}")
+    served = {path for path, ok in doc["target"]["endpoints"].items() if ok}
+    assert served == {"/v1/embeddings", "/v1/rerank", "/rerank", "/score"}, doc["target"]["endpoints"]
+    assert set(summary["scenarios"]) == {"embed", "rerank", "score"}, doc["target"]["scenarios"]
+    assert (code, doc["verdict"]) == (1, "FAIL"), doc["reasons"]
+    if OLD_STACK:
+        assert doc["reasons"][0]["code"] == "tokenizer-errors", doc["reasons"]
+        assert summary["errors_by_fault"].get("tokenizer", 0) >= THRESHOLD, summary["errors_by_fault"]
+    else:  # the leak: identical requests counted differently
+        checks = {c["name"]: c["state"] for c in doc["checks"]}
+        assert checks["prompt-tokens"] == "failed", (doc["checks"], doc["reasons"])
+    plain.stop()
+
+    guarded = embed_server(guarded=True)
+    code, doc = _verify(guarded, 20)  # the unguarded control's budget
+    summary = doc["levels"][0]["summary"]
+    print(f"borrowguard run: {doc['verdict']} {summary['requests']} requests, faults {summary['errors_by_fault']}")
+    assert (code, doc["verdict"]) == (0, "PASS"), (doc["reasons"], doc["checks"])
+    assert summary["ok"] == summary["requests"] > 50, summary
+    assert set(summary["scenarios"]) == {"embed", "rerank", "score"}
