@@ -194,3 +194,16 @@ def test_explain_cuts_a_huge_unknown_id_and_says_its_length() -> None:
     proc = run("explain", "a" * 120_000)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
     assert len(proc.stderr) < 300 and "120,000 characters" in proc.stderr, proc.stderr[:300]
+
+
+def test_explain_json_escapes_what_a_terminal_would_obey(tmp_path: Path) -> None:
+    title = "Site \x9b2J \x1b[2J\u2028 \u202e problem"  # C1 CSI clears the screen on some terminals
+    rules = tmp_path / "site.toml"
+    escaped = "".join(ch if ch.isprintable() else f"\\U{ord(ch):08x}" for ch in title)
+    rules.write_text(f'[[problem]]\nid = "site-x"\ntitle = "{escaped}"\nseverity = "info"\nexplanation = "Why."\n',
+                     encoding="utf-8")
+    for args in (("site-x", "--json"), ("--list", "--json")):
+        out = invoke("explain", *args, "--rules", str(rules))
+        assert not any(ch in out for ch in "\x9b\x1b\u2028\u202e"), out
+        doc = json.loads(out)
+        assert (doc if isinstance(doc, dict) else doc[-1])["title"] == title

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import textwrap
 import unicodedata
 
@@ -14,6 +13,7 @@ from borrowguard.cli._common import writing_output
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import KnowledgeBase, load
 from borrowguard.knowledge.export.describe import NEITHER, Entry, describe
+from borrowguard.knowledge.export.safety import json_text
 from borrowguard.knowledge.export.safety import shown as quoted
 
 MAX_SUGGEST = 200
@@ -56,7 +56,7 @@ def explain(problem_id: str | None, list_ids: bool, as_json: bool, rules: str | 
     entry = describe(kb, problem)
     with writing_output():
         if as_json:
-            click.echo(json.dumps(entry.to_dict(), indent=2, ensure_ascii=False))
+            click.echo(json_text(entry.to_dict()), nl=False)  # C1 controls and U+2028 escaped: a terminal reads it
         else:
             click.echo(printable(render(entry)))
 
@@ -85,7 +85,7 @@ def _list(kb: KnowledgeBase, as_json: bool) -> None:
     entries = [describe(kb, p) for p in kb]
     with writing_output():
         if as_json:
-            click.echo(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
+            click.echo(json_text([e.to_dict() for e in entries]), nl=False)
             return
         width = max(len(e.id) for e in entries)
         for e in entries:
