@@ -301,6 +301,6 @@ def test_the_verify_options_take_their_defaults_from_the_config() -> None:
 
     out = " ".join(CliRunner().invoke(cli, ["verify", "--help"]).output.split())
     config = VerifyConfig()
-    for shown in (f"[default: {config.concurrency};", "[default: text=2,image=1,tools=1,tokenize=1]",
+    for shown in (f"[default: {config.concurrency};", "[default: text=2,image=1,tools=1,tokenize=1,embed=2,rerank=1,score=1,pooling=1,classify=1]",
                   "[default: 256x256,720x1280]", f"[default: {config.timeout:g}s]"):
         assert shown in out, shown

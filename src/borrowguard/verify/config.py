@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from borrowguard.errors import UserInputError
-from borrowguard.load.scenarios import ScenarioSettings
+from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, ScenarioSettings
 
 DEFAULT_HEALTH_PATH = "/health"
 DEFAULT_DURATION = 30.0  # seconds per level, unless a request count bounds the run
@@ -48,7 +48,8 @@ class VerifyConfig:
     logs: list[Path] = field(default_factory=list)
     log_commands: list[str] = field(default_factory=list)
     health_path: str = DEFAULT_HEALTH_PATH
-    scenario: ScenarioSettings = field(default_factory=ScenarioSettings)
+    # chat and pooling scenarios: the preflight keeps those the server serves
+    scenario: ScenarioSettings = field(default_factory=lambda: ScenarioSettings(mix={**CHAT_MIX, **POOLING_MIX}))
     concurrency: int = 16
     # None: DEFAULT_DURATION, unless `requests` is given: then the run has no time limit
     duration: float | None = None
