@@ -298,9 +298,10 @@ def test_the_verify_options_take_their_defaults_from_the_config() -> None:
     from click.testing import CliRunner
 
     from borrowguard.cli import cli
+    from borrowguard.cli._params import show_mix
 
-    out = " ".join(CliRunner().invoke(cli, ["verify", "--help"]).output.split())
+    out = "".join(CliRunner().invoke(cli, ["verify", "--help"]).output.split())  # help wraps inside words
     config = VerifyConfig()
-    for shown in (f"[default: {config.concurrency};", "[default: text=2,image=1,tools=1,tokenize=1,embed=2,rerank=1,score=1,pooling=1,classify=1]",
-                  "[default: 256x256,720x1280]", f"[default: {config.timeout:g}s]"):
+    for shown in (f"[default:{config.concurrency};", f"[default:{show_mix(config.scenario.mix)}]",
+                  "[default:256x256,720x1280]", f"[default:{config.timeout:g}s]"):
         assert shown in out, shown
