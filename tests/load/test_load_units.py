@@ -13,11 +13,11 @@ from borrowguard.cli._params import Duration, ImageSizes, Levels, Mix
 from borrowguard.errors import UserInputError
 from borrowguard.load.client import ChatClient, Outcome, error_message
 from borrowguard.load.faults import Fault
-from borrowguard.load.metrics import LogHistogram, Metrics, TimeSeries
+from borrowguard.load.metrics import LoadMetrics, LogHistogram, TimeSeries
 from borrowguard.load.scenarios import TOOLS, RequestFactory, ScenarioSettings
 from borrowguard.load.sse import ServerSentEvent, SSEError, SSEParser
-from borrowguard.load.watch import parse_metrics
 from borrowguard.verify.document import to_dict
+from borrowguard.verify.watch import parse_metrics
 
 # -- options ---------------------------------------------------------------------------------------------
 
@@ -184,7 +184,7 @@ def _outcome(scenario: str = "text", **kw) -> Outcome:
 
 
 def test_metrics_detects_inconsistent_repeats_and_groups_errors() -> None:
-    m = Metrics(["text", "image"])
+    m = LoadMetrics(["text", "image"])
     for tokens in (120, 120, 120, 97):
         m.started(0.1)
         m.finished(_outcome(repeat_key="text/plain", prompt_tokens=tokens, completion_tokens=4))

@@ -253,7 +253,7 @@ def test_a_full_disk_ends_the_records_not_the_run():
     import errno
 
     from borrowguard.load.client import Outcome
-    from borrowguard.load.metrics import Metrics
+    from borrowguard.load.metrics import LoadMetrics
     from borrowguard.load.runner import LoadPlan, LoadRun
 
     class FullDisk:
@@ -261,7 +261,7 @@ def test_a_full_disk_ends_the_records_not_the_run():
             raise OSError(errno.ENOSPC, "No space left on device")
 
     factory = RequestFactory(ScenarioSettings(), "m")
-    run = LoadRun(None, factory, Metrics(factory.scenarios), LoadPlan(), FullDisk())  # type: ignore[arg-type]
+    run = LoadRun(None, factory, LoadMetrics(factory.scenarios), LoadPlan(), FullDisk())  # type: ignore[arg-type]
     run._record(Outcome("text", None, None, start=0.0, status=200))
     assert run.records is None and "No space left" in (run.records_error or "")
 

@@ -5,7 +5,7 @@
   neighbours) whenever it would exceed `max_buckets`: an hours-long run keeps the same few hundred kB.
 - Error messages, repeat observations and log findings keep a bounded sample plus exact counts.
 
-The running tallies here are mutable and private to the run; `Metrics.summary()` hands out a frozen
+The running tallies here are mutable and private to the run; `LoadMetrics.summary()` hands out a frozen
 `LevelSummary` (load/summary.py).
 """
 
@@ -208,7 +208,7 @@ class _RepeatTally:
                            self.without_usage)
 
 
-class Metrics:
+class LoadMetrics:
     """Everything the verdict and the report need, aggregated as outcomes arrive."""
 
     def __init__(self, scenarios: list[str]) -> None:

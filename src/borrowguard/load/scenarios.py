@@ -89,7 +89,7 @@ class ScenarioSettings:
 
 
 @dataclass(frozen=True)
-class Plan:
+class RequestPlan:
     """One request to send, decided on the event loop: what to build and how."""
 
     scenario: str
@@ -111,7 +111,7 @@ class Plan:
 
 @dataclass(frozen=True)
 class BuiltRequest:
-    plan: Plan
+    plan: RequestPlan
     body: bytes
     stream: bool = False
     scale: float = 1.0
@@ -165,7 +165,7 @@ class RequestFactory:
             self.settings = ScenarioSettings(**{**self.settings.__dict__, "mix": mix})
             self._order = cycle(_smooth_weighted_order(mix))
 
-    def plan(self) -> Plan:
+    def plan(self) -> RequestPlan:
         scenario = next(self._order)
         self._counts[scenario] += 1
         generation = self.fit.generation
@@ -173,9 +173,9 @@ class RequestFactory:
         if every > 0 and (self._counts[scenario] - 1) % every == 0:  # the first one too: an early baseline
             variant = next(self._variants[scenario])
             if scenario in pooling.POOLING_SCENARIOS:  # a repeat goes to one endpoint, always the same
-                return Plan(scenario, variant, seed=0, endpoint=self.pooling_endpoints[scenario][0],
+                return RequestPlan(scenario, variant, seed=0, endpoint=self.pooling_endpoints[scenario][0],
                             max_tokens=0, generation=generation)
-            return Plan(
+            return RequestPlan(
                 scenario,
                 variant,
                 seed=0,
@@ -186,12 +186,12 @@ class RequestFactory:
             )
         return self._unique(scenario, generation)
 
-    def _unique(self, scenario: str, generation: int) -> Plan:
+    def _unique(self, scenario: str, generation: int) -> RequestPlan:
         r, s = self._rng, self.settings
         ext = s.vllm_extensions
         if scenario in pooling.POOLING_SCENARIOS:
             endpoint = r.choice(self.pooling_endpoints[scenario])
-            return Plan(scenario, "unique", r.getrandbits(63), None, endpoint, 0, False, generation)
+            return RequestPlan(scenario, "unique", r.getrandbits(63), None, endpoint, 0, False, generation)
         truncate = None
         if ext and scenario in TRUNCATABLE and r.random() < s.truncate_share:
             truncate = r.randint(*TRUNCATE_RANGE)
@@ -203,11 +203,11 @@ class RequestFactory:
         # max_tokens=1 moves vLLM 0.19's truncation length to the model's maximum: another queue.
         max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else (1 if r.random() < 0.35 else MAX_TOKENS)
         bad_words = ext and scenario != "tokenize" and r.random() < s.bad_words_share
-        return Plan(
+        return RequestPlan(
             scenario, "unique", r.getrandbits(63), truncate, endpoint, max_tokens, bad_words, generation
         )
 
-    def build(self, plan: Plan) -> BuiltRequest:
+    def build(self, plan: RequestPlan) -> BuiltRequest:
         """Thread-safe: uses only the plan's own seed (and a cache of identical repeat bodies)."""
         scale = self.fit.scale(plan.scenario)
         key = plan.repeat_key
@@ -224,10 +224,10 @@ class RequestFactory:
     def is_pooling(scenario: str) -> bool:
         return scenario in pooling.POOLING_SCENARIOS
 
-    def _streams(self, plan: Plan) -> bool:
+    def _streams(self, plan: RequestPlan) -> bool:
         return self.settings.stream and plan.endpoint in (Endpoint.CHAT, Endpoint.COMPLETION)
 
-    def body(self, plan: Plan, rng: random.Random | None, scale: float) -> dict[str, Any]:
+    def body(self, plan: RequestPlan, rng: random.Random | None, scale: float) -> dict[str, Any]:
         """The JSON body of `plan`; `rng=None` gives the fixed content of a repeat."""
         if plan.scenario in pooling.POOLING_SCENARIOS:
             return pooling.body(plan.scenario, self.model, rng, scale, plan.variant,
@@ -263,7 +263,7 @@ class RequestFactory:
             body["stream"] = False
         return body
 
-    def needs_thread(self, plan: Plan) -> bool:
+    def needs_thread(self, plan: RequestPlan) -> bool:
         """Image encoding takes milliseconds; do it off the event loop (Pillow releases the GIL)."""
         return plan.scenario == "image" and plan.repeat_key not in self._repeat_cache
 
@@ -274,7 +274,7 @@ class RequestFactory:
         if scenario in pooling.POOLING_SCENARIOS:
             return pooling.probe_body(scenario, self.model)
         max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else 1
-        plan = Plan(scenario, "probe", seed=1, endpoint=endpoint, max_tokens=max_tokens)
+        plan = RequestPlan(scenario, "probe", seed=1, endpoint=endpoint, max_tokens=max_tokens)
         body = self.body(plan, random.Random(1), scale)
         body["stream"] = False
         body.pop("stream_options", None)

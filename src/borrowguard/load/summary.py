@@ -1,6 +1,6 @@
 """What one level of load produced, as frozen values: what the verdict reads and the renderers show.
 
-`Metrics.summary(elapsed)` (load/metrics.py) builds a `LevelSummary` from its running tallies; nothing
+`LoadMetrics.summary(elapsed)` (load/metrics.py) builds a `LevelSummary` from its running tallies; nothing
 here changes afterwards. The JSON form (`borrowguard.verify/1`'s "summary" and "series") is written in one
 place, borrowguard.verify.document; field names here are the library's words, the JSON keys are the
 document's.

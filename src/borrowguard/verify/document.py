@@ -32,6 +32,7 @@ from borrowguard.verify.config import VerifyConfig
 from borrowguard.verify.fleet import SCHEMA as FLEET_SCHEMA
 from borrowguard.verify.fleet import FleetResult
 from borrowguard.verify.result import SCHEMA, Check, LevelResult, Reason, VerifyResult
+from borrowguard.verify.watch import LogEvent
 
 
 @singledispatch
@@ -65,7 +66,7 @@ def _run(r: VerifyResult) -> dict[str, Any]:
             "lines": r.log_lines,
             "sources": r.log_sources,
             "finding_counts": r.finding_counts,
-            "findings": [f.to_dict() for f in r.findings],
+            "findings": [to_dict(f) for f in r.findings],
         },
         "health": r.health,
         "metrics": r.metrics_scrape,
@@ -88,6 +89,19 @@ def _(fleet: FleetResult) -> dict[str, Any]:
             for name, r in fleet.targets
         ],
         "targets": [{"name": name, **to_dict(result)} for name, result in fleet.targets],
+    }
+
+
+@to_dict.register
+def _(value: LogEvent) -> dict[str, Any]:
+    return {
+        "t": round(value.t, 3),
+        "level": value.level,
+        "id": value.id,
+        "severity": value.severity,
+        "source": value.source,
+        "line_no": value.line_no,
+        "text": value.text,
     }
 
 

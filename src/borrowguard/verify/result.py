@@ -7,11 +7,14 @@ by borrowguard.verify.document), which the HTML report renders and users' automa
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from borrowguard._compat import StrEnum
 from borrowguard.exit_codes import ExitCode
 from borrowguard.load.summary import LevelSummary, Series
+
+if TYPE_CHECKING:
+    from borrowguard.verify.watch import LogEvent
 
 SCHEMA = "borrowguard.verify/1"
 
@@ -90,7 +93,7 @@ class VerifyResult:
     target: dict[str, Any] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
     workload: dict[str, Any] = field(default_factory=dict)  # fitting, mismatches, skipped scenarios
-    findings: list[Any] = field(default_factory=list)  # load.watch.Finding
+    findings: list[LogEvent] = field(default_factory=list)
     finding_counts: dict[str, int] = field(default_factory=dict)
     log_lines: int = 0
     log_sources: list[dict[str, Any]] = field(default_factory=list)

@@ -13,17 +13,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 import aiohttp
 
 from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.faults import Fault, MismatchKind, context_numbers
 from borrowguard.load.fit import ContextFit
-from borrowguard.load.metrics import Metrics
+from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory
-from borrowguard.load.watch import Finding, HealthWatch, LogWatch, scrape_metrics
 from borrowguard.verify.bundled import start_bundled
 from borrowguard.verify.config import VerifyConfig
 from borrowguard.verify.exposure import race_exposure
@@ -39,6 +38,10 @@ from borrowguard.verify.verdict import (
     decide,
     level_reasons,
 )
+from borrowguard.verify.watch import HealthWatch, LogEvent, LogWatch, scrape_metrics
+
+if TYPE_CHECKING:
+    from borrowguard.server.process import ServerProcess
 
 _DEATH_GRACE = 1.0  # after engine death, in-flight requests get this long to fail on their own
 _DRAIN_GRACE = 5.0  # after the planned end, in-flight requests get at most this + a quarter of the duration
@@ -83,8 +86,8 @@ class Session:
         self.level_index = 0
         self.death: str | None = None
         self.interrupted = False
-        self.server: Any = None
-        self.metrics: Metrics | None = None
+        self.server: ServerProcess | None = None  # the bundled server, when it is the target
+        self.metrics: LoadMetrics | None = None
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
         self.notes: list[str] = []
@@ -98,7 +101,7 @@ class Session:
         could_not_run: str | None = None
         with contextlib.ExitStack() as stack:
             try:
-                base_url = self.config.url or await start_bundled(self.config, stack, self)
+                base_url = self.config.url or self._start_bundled(stack)
             except Exception as exc:  # the bundled server could not start: nothing was measured
                 could_not_run = f"the bundled server did not start: {exc}"
             else:
@@ -112,6 +115,12 @@ class Session:
         self._conclude(result, could_not_run)
         result.elapsed = time.perf_counter() - t_start
         return result
+
+    def _start_bundled(self, stack: contextlib.ExitStack) -> str:
+        bundled = start_bundled(self.config, stack)
+        self.server = bundled.process
+        self.logs.fresh_files.append(bundled.log_path)
+        return bundled.url
 
     async def _run(self, target: Target, result: VerifyResult) -> str | None:
         records_file = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
@@ -190,7 +199,7 @@ class Session:
     async def _level(
         self, base_url: str, factory: RequestFactory, concurrency: int, records: IO[str] | None
     ) -> LevelResult:
-        metrics = Metrics(factory.scenarios)
+        metrics = LoadMetrics(factory.scenarios)
         self.metrics = metrics
         await self._load(base_url, factory, metrics, concurrency, records)
         # Lines the server wrote while answering the last requests belong to this level.
@@ -214,7 +223,7 @@ class Session:
         return LevelResult(concurrency, elapsed, summary, series, level_reasons(facts), self.run.cancelled_in_flight)
 
     async def _load(
-        self, base_url: str, factory: RequestFactory, metrics: Metrics, concurrency: int, records: IO[str] | None
+        self, base_url: str, factory: RequestFactory, metrics: LoadMetrics, concurrency: int, records: IO[str] | None
     ) -> None:
         duration = self.config.duration
         # In-flight requests may finish after the planned end, but a hanging server cannot stretch the run.
@@ -292,7 +301,7 @@ class Session:
             # (a pooling answer counts every input of a batch, and truncated ones: not one prompt's size)
             fit.observed(outcome.scenario, outcome.scale, outcome.prompt_tokens)
 
-    def _on_finding(self, finding: Finding) -> None:
+    def _on_finding(self, finding: LogEvent) -> None:
         if self.metrics is not None:
             self.metrics.finding(finding.t, finding.id)
         if finding.id in DEATH_IDS:
