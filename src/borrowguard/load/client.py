@@ -127,7 +127,7 @@ class ChatClient:
             await self._attempt(request, out, started, remaining, {})
         out.latency = time.perf_counter() - started
         if not out.ok:
-            verdict = blame(out.status, out.message)
+            verdict = blame(out.status, out.message, plan.scenario)
             out.fault, out.mismatch = verdict.fault, verdict.mismatch
         return out
 

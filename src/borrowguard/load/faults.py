@@ -100,11 +100,19 @@ class Blame:
     mismatch: MismatchKind | None = None
 
 
-def blame(status: int | None, message: str | None) -> Blame:
-    """Classify one failed answer (an HTTP status and the server's error message)."""
+# vLLM 0.17 parses a forced tool call's generated arguments and answers 400 with the JSON parser's error when
+# `max_tokens` cut them (0.19+ answer 200 with `tool_calls: []`): the prompt was tokenized and generated.
+_CUT_TOOL_CALL = re.compile(r"Invalid JSON: EOF while parsing", re.IGNORECASE)
+
+
+def blame(status: int | None, message: str | None, scenario: str | None = None) -> Blame:
+    """Classify one failed answer (an HTTP status and the server's error message; `scenario`: which of
+    ours the request was, where that decides)."""
     text = message or ""
     if TOKENIZER_PATTERN.search(text):
         return Blame(Fault.TOKENIZER)
+    if scenario == "tools" and status == 400 and _CUT_TOOL_CALL.search(text):
+        return Blame(Fault.WORKLOAD, MismatchKind.TOOL_CALL_CUT)
     if status is not None and 400 <= status < 500:
         if status == 404:
             return Blame(Fault.WORKLOAD, MismatchKind.NO_ENDPOINT)
