@@ -87,7 +87,8 @@ class Session:
         self.metrics: Metrics | None = None
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
-        self.tool_calls_cut = 0  # tools requests whose forced call our max_tokens cut (tokenized fine)
+        self.tool_calls_cut = 0
+        self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer  # tools requests whose forced call our max_tokens cut (tokenized fine)
         self.notes: list[str] = []
         self.own_signals = True  # a fleet run handles signals once, for all its sessions
 
@@ -193,6 +194,7 @@ class Session:
             factory.fit.max_model_len = target.max_model_len
         await pre.measure(factory, target)
         self.factory = factory
+        self.served = frozenset(path for path, ok in target.endpoints.items() if ok)
         return factory
 
     async def _level(
@@ -230,6 +232,7 @@ class Session:
         plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
         async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
                               api_key=self.api_key) as client:
+            client.served = self.served
             self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
                                on_outcome=self._on_outcome)
             ticker = asyncio.create_task(self._tick(concurrency))
