@@ -43,7 +43,8 @@ def test_verify_with_default_options_on_vllm_017(server_017):
     if server_017.guarded:
         assert (code, doc["verdict"]) == (0, "PASS"), doc["reasons"]
         assert not any(findings.get(k) for k in TOKENIZER_FINDINGS), findings
-        assert summary["scenarios"]["tools"]["ok"] > 0, summary["scenarios"]["tools"]
+        # random weights never close a forced call: every tools request is cut, tokenized fine, and said so
+        assert any("forced tool call cut" in n for n in doc["notes"]), doc["notes"]
     else:
         assert (code, doc["verdict"]) == (1, "FAIL"), doc["reasons"]
         assert doc["reasons"][0]["code"] == "tokenizer-errors", doc["reasons"]
