@@ -141,7 +141,7 @@ def test_sweep_reports_the_highest_passing_level_and_stops_at_a_failure() -> Non
     assert good.verdict == "PASS" and [lvl.concurrency for lvl in good.levels] == [2, 4, 6]
     assert good.highest_passing == 6
     assert all(
-        max(b["inflight_max"] for b in lvl.series["buckets"]) == lvl.concurrency for lvl in good.levels
+        max(p.inflight_max for p in lvl.series.points) == lvl.concurrency for lvl in good.levels
     )
     assert bad.verdict == "FAIL" and len(bad.levels) == 1 and bad.highest_passing is None
     assert all(r.level == 2 for r in bad.reasons)
