@@ -88,11 +88,11 @@ def doctor(
     out = console()
     with writing_output():
         if capture:
-            click.echo(json.dumps(snapshot.to_json(), indent=2))
+            click.echo(json.dumps(snapshot.to_dict(), indent=2))
             return
         diagnosis = diagnose(snapshot, kb)
         if as_json:
-            click.echo(json.dumps(diagnosis.to_json(), indent=2))
+            click.echo(json.dumps(diagnosis.to_dict(), indent=2))
         else:
             _render(out, diagnosis, strict)
         raise SystemExit(_exit_code(diagnosis, strict))

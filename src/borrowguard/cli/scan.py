@@ -17,9 +17,9 @@ from borrowguard._text import printable
 from borrowguard.cli._common import EXIT_BROKEN_PIPE, console, writing_output
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import CONFIDENCES, Confidence, load
-from borrowguard.scan import Finding, Hit, Scanner, ScanResult, expand, scan_inputs
+from borrowguard.scan import Hit, LogFinding, Scanner, ScanResult, expand, scan_inputs
 from borrowguard.scan.chain import summary
-from borrowguard.scan.input_report import InputReport
+from borrowguard.scan.inputs.report import InputReport
 from borrowguard.scan.live import follow
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -245,7 +245,7 @@ def _server_line(result: ScanResult) -> str:
     return " · ".join(f"{names.get(k, k)} {v}" for k, v in facts.items())
 
 
-def _render_finding(f: Finding, out: Console) -> None:
+def _render_finding(f: LogFinding, out: Console) -> None:
     out.print()
     out.print(Text.assemble(
         (f"● {f.id}", _STYLE.get(f.severity, "bold")), " — ", (f.title, "bold"), (f"  ({f.confidence})", "dim")

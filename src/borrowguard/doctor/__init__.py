@@ -14,7 +14,7 @@ Nothing here imports torch, vllm, transformers or tokenizers (`collect(deep=True
 
 from borrowguard.doctor.collect import collect, decode_nccl_version
 from borrowguard.doctor.collect_env import parse_collect_env
-from borrowguard.doctor.rules import Diagnosis, Finding, GuardStatus, diagnose, guard_status
+from borrowguard.doctor.rules import Diagnosis, EnvFinding, GuardStatus, diagnose, guard_status
 from borrowguard.doctor.snapshot import SCHEMA, Snapshot, is_secret_name, redact_env
 from borrowguard.doctor.source import MAX_INPUT_BYTES, parse_snapshot, read_snapshot
 
@@ -22,7 +22,7 @@ __all__ = [
     "MAX_INPUT_BYTES",
     "SCHEMA",
     "Diagnosis",
-    "Finding",
+    "EnvFinding",
     "GuardStatus",
     "Snapshot",
     "collect",

@@ -22,7 +22,7 @@ MAX_EVIDENCE = 20
 
 
 @dataclass(frozen=True)
-class Finding:
+class EnvFinding:
     """A known problem that applies to the environment, with the facts that made it fire."""
 
     id: str
@@ -33,7 +33,7 @@ class Finding:
     references: tuple[str, ...]
     explanation: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return jsonable(self)  # type: ignore[no-any-return]
 
 
@@ -50,7 +50,7 @@ class Diagnosis:
     """The snapshot and the findings, worst first."""
 
     environment: Snapshot
-    findings: tuple[Finding, ...]
+    findings: tuple[EnvFinding, ...]
     guard: GuardStatus
 
     @property
@@ -65,8 +65,8 @@ class Diagnosis:
             return 2 if strict else 1
         return 0
 
-    def to_json(self) -> dict[str, Any]:
-        return {"environment": self.environment.to_json(), "findings": [f.to_json() for f in self.findings]}
+    def to_dict(self) -> dict[str, Any]:
+        return {"environment": self.environment.to_dict(), "findings": [f.to_dict() for f in self.findings]}
 
 
 def diagnose(snapshot: Snapshot, kb: KnowledgeBase) -> Diagnosis:
@@ -154,10 +154,10 @@ def _plugins_status(plugins: str) -> GuardStatus:
     )
 
 
-def _finding(problem: Problem, severity: Severity, evidence: list[str], remedies: tuple[str, ...]) -> Finding:
+def _finding(problem: Problem, severity: Severity, evidence: list[str], remedies: tuple[str, ...]) -> EnvFinding:
     if len(evidence) > MAX_EVIDENCE:
         evidence = [*evidence[:MAX_EVIDENCE], f"... and {len(evidence) - MAX_EVIDENCE} more"]
-    return Finding(
+    return EnvFinding(
         id=problem.id,
         severity=severity,
         title=problem.title,

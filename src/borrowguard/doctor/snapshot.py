@@ -134,7 +134,7 @@ class Snapshot:
     def with_notes(self, *notes: str) -> Snapshot:
         return replace(self, notes=(*self.notes, *notes)[:MAX_NOTES])
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
             "source": self.source,
@@ -153,7 +153,7 @@ class Snapshot:
         }
 
     @classmethod
-    def from_json(cls, data: Any) -> Snapshot:
+    def from_dict(cls, data: Any) -> Snapshot:
         """Validate a snapshot read from an untrusted file; raise UserInputError naming the bad field."""
         if not isinstance(data, Mapping):
             raise UserInputError("not a borrowguard snapshot: the JSON document is not an object")

@@ -49,7 +49,7 @@ def parse_snapshot(data: bytes, name: str = "input") -> Snapshot:
             raise UserInputError(f"{name}: JSON nested too deeply") from None
         except ValueError as exc:
             raise UserInputError(f"{name}: not valid JSON: {exc}") from None
-        return Snapshot.from_json(document)
+        return Snapshot.from_dict(document)
     return parse_collect_env(text)
 
 

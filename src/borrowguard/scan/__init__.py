@@ -8,12 +8,13 @@
     sc.result().to_dict()   # {"findings": [...], "chain": [...], "lines": N, ...}
 
 Modules: normalize (prefixes, headers, colours), tracebacks (frames per process), scanner (matching),
-state (what is kept per source), record (findings, an engine death's cause), server (start-up lines:
+state (what is kept per source), record (findings, an engine death's cause), startup (start-up lines:
 configuration and phase), bulk and fast (the bulk reader, its anchor search), chain (causal order),
-readers (files, .gz, stdin, globs), file_follower and command_follower (a growing file, a command),
-input_stream (an input made readable: gzip, UTF-16, binary; over input_kind, byte_streams and
-long_lines), input_report (what happened reading the inputs), live (follow mode over several sources),
-model (result types).
+live (follow mode over several sources), model (result types: `Hit` is one occurrence, `LogFinding`
+every occurrence of one problem). The inputs subpackage makes inputs readable: readers (files, .gz,
+stdin, globs), file_follower and command_follower (a growing file, a command), stream (an input made
+readable: gzip, UTF-16, binary; over kind, byte_streams and long_lines), report (what happened reading
+the inputs).
 Signatures are compiled by borrowguard.knowledge.signatures.
 """
 
@@ -24,21 +25,21 @@ from collections.abc import Sequence
 from borrowguard._text import printable
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import KnowledgeBase
-from borrowguard.scan.command_follower import follow_command
-from borrowguard.scan.file_follower import follow_file
-from borrowguard.scan.input_report import InputReport
-from borrowguard.scan.model import ChainStep, Finding, Hit, ScanResult
+from borrowguard.scan.inputs.command_follower import follow_command
+from borrowguard.scan.inputs.file_follower import follow_file
+from borrowguard.scan.inputs.readers import Input, expand, open_input
+from borrowguard.scan.inputs.report import InputReport
+from borrowguard.scan.model import ChainStep, Hit, LogFinding, ScanResult
 from borrowguard.scan.normalize import Line, normalize
-from borrowguard.scan.readers import Input, expand, open_input
 from borrowguard.scan.scanner import Scanner
 
 __all__ = [
     "ChainStep",
-    "Finding",
     "Hit",
     "Input",
     "InputReport",
     "Line",
+    "LogFinding",
     "ScanResult",
     "Scanner",
     "expand",

@@ -22,8 +22,8 @@ from packaging.version import InvalidVersion, Version
 
 from borrowguard.knowledge import KnowledgeBase, Problem
 from borrowguard.knowledge.detect import server_condition, vllm_range
-from borrowguard.scan.model import ChainStep, Finding, Role
-from borrowguard.scan.server import ServerConfig
+from borrowguard.scan.model import ChainStep, LogFinding, Role
+from borrowguard.scan.startup import StartupFacts
 
 ENGINE_DEAD = "engine-dead"
 TOKENIZER = "tokenizer-already-borrowed"
@@ -51,7 +51,7 @@ _ADVICE = {
 
 
 def build_chain(
-    findings: Sequence[Finding], kb: KnowledgeBase, server: ServerConfig | None = None
+    findings: Sequence[LogFinding], kb: KnowledgeBase, server: StartupFacts | None = None
 ) -> list[ChainStep]:
     """Found problems in causal order (ties: the order given, i.e. first occurrence), each root (nothing
     found explains it) followed by its environment causes. Empty when nothing was found."""
@@ -74,7 +74,7 @@ def build_chain(
     return steps
 
 
-def _environment(f: Finding, kb: KnowledgeBase, server: ServerConfig | None) -> list[Problem]:
+def _environment(f: LogFinding, kb: KnowledgeBase, server: StartupFacts | None) -> list[Problem]:
     """The environment problems behind a root: every related rule that is not about particular vLLM
     versions or settings; of those that are, the ones the server's start-up lines say it matches, or,
     when the log does not say, the one such rule if it has no alternative."""
@@ -91,14 +91,14 @@ def _version_specific(problem: Problem) -> bool:
     return vllm_range(detect) is not None or bool(detect.get("server"))
 
 
-def _causes(fid: str, present: dict[str, Finding]) -> list[str]:
+def _causes(fid: str, present: dict[str, LogFinding]) -> list[str]:
     causes = [c for c, effects in CAUSES.items() if fid in effects]
     if fid == ENGINE_DEAD and not present[fid].via_tokenizer:
         causes.remove(TOKENIZER)
     return causes
 
 
-def _death_advice(f: Finding) -> str | None:
+def _death_advice(f: LogFinding) -> str | None:
     if f.id != ENGINE_DEAD:
         return None
     if f.cause is None:
@@ -107,7 +107,7 @@ def _death_advice(f: Finding) -> str | None:
     return f"EngineCore's own final exception: {f.cause}{tokenizer}"
 
 
-def _applies(env: Problem, server: ServerConfig) -> bool:
+def _applies(env: Problem, server: StartupFacts) -> bool:
     """Whether an environment rule about particular vLLM versions or settings matches the server."""
     detect = env.detect or {}
     versions = vllm_range(detect)
@@ -121,7 +121,7 @@ def _applies(env: Problem, server: ServerConfig) -> bool:
     return server_condition(detect, server.facts()) is not None
 
 
-def _causal_order(present: dict[str, Finding], causes_of: dict[str, tuple[str, ...]]) -> list[str]:
+def _causal_order(present: dict[str, LogFinding], causes_of: dict[str, tuple[str, ...]]) -> list[str]:
     # Kahn's algorithm over the found problems; ties keep the given order (first occurrence first).
     order: list[str] = []
     remaining = list(present)

@@ -14,14 +14,14 @@ from typing import Any
 
 from borrowguard._text import printable
 from borrowguard.errors import BorrowguardError, UserInputError
-from borrowguard.scan.command_follower import command_argv, follow_command
-from borrowguard.scan.file_follower import follow_file
-from borrowguard.scan.input_kind import GZIP_MAGIC, SNIFF, not_text, text_encoding
-from borrowguard.scan.input_report import InputReport
-from borrowguard.scan.input_stream import open_stream
+from borrowguard.scan.inputs.command_follower import command_argv, follow_command
+from borrowguard.scan.inputs.file_follower import follow_file
+from borrowguard.scan.inputs.kind import GZIP_MAGIC, SNIFF, not_text, text_encoding
+from borrowguard.scan.inputs.readers import READ_SIZE, Input, LineSplitter
+from borrowguard.scan.inputs.report import InputReport
+from borrowguard.scan.inputs.stream import open_stream
 from borrowguard.scan.model import Hit, excerpt
 from borrowguard.scan.normalize import decode
-from borrowguard.scan.readers import READ_SIZE, Input, LineSplitter
 from borrowguard.scan.scanner import Scanner
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from borrowguard._compat import StrEnum
 from borrowguard.knowledge.model import Confidence, Severity, jsonable
-from borrowguard.scan.server import ServerConfig
+from borrowguard.scan.startup import StartupFacts
 
 MAX_EXCERPT = 300
 MAX_PROCESSES = 8
@@ -70,7 +70,7 @@ def _where(hit: Hit) -> dict[str, Any]:
 
 
 @dataclass
-class Finding:
+class LogFinding:
     """Every occurrence of one problem, aggregated in constant memory."""
 
     id: str
@@ -106,7 +106,7 @@ class Finding:
         if hit.confidence.rank > self.confidence.rank:
             self.confidence = hit.confidence
 
-    def copy(self) -> Finding:
+    def copy(self) -> LogFinding:
         return replace(self, processes=list(self.processes), details=Counter(self.details))
 
     def to_dict(self) -> dict[str, Any]:
@@ -157,12 +157,12 @@ class ChainStep:
 
 @dataclass
 class ScanResult:
-    findings: list[Finding]
+    findings: list[LogFinding]
     chain: list[ChainStep]
     lines: int
     sources: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    server: ServerConfig | None = None
+    server: StartupFacts | None = None
     """The server's configuration, from its start-up lines, when the log has them."""
     notes: list[str] = field(default_factory=list)
     """About the input, not problems with it: lines cut to their ends, a UTF-16 log decoded, a binary

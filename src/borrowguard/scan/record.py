@@ -6,7 +6,7 @@ import re
 from collections.abc import Mapping
 
 from borrowguard.knowledge import KnowledgeBase
-from borrowguard.scan.model import Finding, Hit
+from borrowguard.scan.model import Hit, LogFinding
 from borrowguard.scan.state import CAUSE_REACH, Ended, SourceState
 
 ENGINE_DEAD = "engine-dead"
@@ -14,13 +14,13 @@ _NOT_A_CAUSE = re.compile(r"EngineDeadError|EngineCore encountered|died unexpect
 """Exceptions that report the death itself (or a request it cancelled), not what caused it."""
 
 
-def record(findings: dict[str, Finding], hit: Hit, kb: KnowledgeBase) -> None:
+def record(findings: dict[str, LogFinding], hit: Hit, kb: KnowledgeBase) -> None:
     finding = findings.get(hit.id)
     if finding is not None:
         finding.add(hit)
         return
     problem = kb.get(hit.id)
-    finding = findings[hit.id] = Finding(
+    finding = findings[hit.id] = LogFinding(
         id=hit.id,
         severity=hit.severity,
         title=problem.title if problem else hit.id,
@@ -35,7 +35,7 @@ def record(findings: dict[str, Finding], hit: Hit, kb: KnowledgeBase) -> None:
     finding._note(hit)
 
 
-def engine_causes(findings: Mapping[str, Finding], sources: Mapping[str, SourceState]) -> None:
+def engine_causes(findings: Mapping[str, LogFinding], sources: Mapping[str, SourceState]) -> None:
     """Give the engine death its cause: the last exception that ended one of EngineCore's own tracebacks
     near the first death (the same process when the death was logged by EngineCore or by a log without
     process labels; any EngineCore process when the API server reported it)."""

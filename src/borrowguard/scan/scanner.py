@@ -11,7 +11,7 @@ Two ways in, one set of rules:
   timestamp that a line inherits from far above it can be missed.
 
 Besides the signatures, every line passes the server watch (start-up phase and configuration, see
-`scan.server`): occurrences of a signature with `startup = "ignore"` are held back until it is clear
+`scan.startup`): occurrences of a signature with `startup = "ignore"` are held back until it is clear
 that the server was not starting when they were logged.
 """
 
@@ -24,11 +24,11 @@ from typing import Any, BinaryIO
 from borrowguard.knowledge import KnowledgeBase, load
 from borrowguard.knowledge.model import Confidence
 from borrowguard.knowledge.signatures import Signature, compile_signatures, minimal_anchors
-from borrowguard.scan import fast, server
+from borrowguard.scan import fast, startup
 from borrowguard.scan.bulk import BulkReading
 from borrowguard.scan.chain import build_chain
 from borrowguard.scan.fast import TS_REACH
-from borrowguard.scan.model import Finding, Hit, ScanResult, excerpt
+from borrowguard.scan.model import Hit, LogFinding, ScanResult, excerpt
 from borrowguard.scan.normalize import Line, normalize
 from borrowguard.scan.record import engine_causes, record
 from borrowguard.scan.state import SourceState, Stall
@@ -62,7 +62,7 @@ class Scanner(BulkReading):
         # would be common (stdlib only). The server watch's start-up lines are anchors too.
         # Traceback headers too: a traceback is then read whole from its first line, whichever block or
         # process interleaving it spans, as the per-line path reads it.
-        extra = (*server.ANCHORS, TRACEBACK)
+        extra = (*startup.ANCHORS, TRACEBACK)
         search = fast.AnchorSearch(minimal_anchors(a.encode() for a in (*extra, *self._anchors("anchors"))))
         if search.accelerated:
             self.probes: tuple[str, ...] = ()
@@ -77,8 +77,8 @@ class Scanner(BulkReading):
         self._message_sigs = tuple(s for s in self.signatures if s.message)
         self._frame_sigs = tuple(i for i, s in enumerate(self.signatures) if s.frames)
         self._stall_sigs = tuple(i for i, s in enumerate(self.signatures) if s.stall)
-        self._server = server.ServerWatch()
-        self._findings: dict[str, Finding] = {}
+        self._server = startup.StartupWatch()
+        self._findings: dict[str, LogFinding] = {}
         self._sources: dict[str, SourceState] = {}
         self._lines = 0
         self._warnings: list[str] = []

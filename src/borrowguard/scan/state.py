@@ -12,7 +12,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from borrowguard.scan.model import Hit
-from borrowguard.scan.server import Phase
+from borrowguard.scan.startup import Phase
 from borrowguard.scan.tracebacks import Window
 
 PENDING_LINES = 500
