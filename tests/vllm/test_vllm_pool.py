@@ -88,3 +88,52 @@ def test_keep_switch_keeps_vllms_pool_and_says_so(
     hammer = report["hammer"]
     assert hammer["exceptions"] == {}, hammer["examples"]
     assert hammer["wrong_outputs"] == {}, hammer["examples"]
+
+
+UNKNOWN_SHAPE = """
+import copy, logging, sys
+sys.path.insert(0, {here!r})
+from frontend_driver import force_cpu_platform, tokenizer_dir, _serve_parser_factory
+from pathlib import Path
+import vllm.logger
+logging.getLogger("vllm").setLevel(logging.INFO)
+force_cpu_platform()
+import vllm.tokenizers.hf as hf
+vllms = hf.maybe_make_thread_pool
+
+def maybe_make_thread_pool(tokenizer, copies=1, *, share=False):  # a vLLM whose pool changed shape
+    return vllms(tokenizer, copies)
+
+hf.maybe_make_thread_pool = maybe_make_thread_pool
+from vllm.utils.argparse_utils import FlexibleArgumentParser
+_serve_parser_factory()(FlexibleArgumentParser())  # loads the plugins, as vllm serve does
+assert hf.maybe_make_thread_pool is maybe_make_thread_pool, "the plugin must leave an unknown pool alone"
+from vllm.config import ModelConfig, VllmConfig
+from vllm.renderers.registry import renderer_from_config
+model = Path({model!r})
+made = []
+deepcopy = copy.deepcopy
+copy.deepcopy = lambda obj, *a, **k: (made.append(type(obj).__name__), deepcopy(obj, *a, **k))[1]
+config = ModelConfig(model=str(model), tokenizer=str(tokenizer_dir(model)), max_model_len=2048)
+renderer = renderer_from_config(VllmConfig(model_config=config))
+print("class", type(renderer.get_tokenizer()).__name__, "copies", len(made))
+renderer.shutdown()
+"""
+
+
+def test_a_pool_of_unknown_shape_is_kept_and_the_line_says_why(production_dir: Path) -> None:
+    import subprocess
+    import sys
+
+    from test_vllm_frontend import HERE, TIMEOUT_S, _env
+
+    code = UNKNOWN_SHAPE.format(here=str(HERE), model=str(production_dir))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=_env(),
+                          timeout=TIMEOUT_S)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if "] borrowguard " in ln]
+    assert len(lines) == 1, lines
+    assert "tokenizer guard installed" in lines[0], lines[0]
+    assert "renderer pool kept: vLLM's pool is not the known shape" in lines[0], lines[0]
+    assert "('tokenizer', 'copies', 'share')" in lines[0], lines[0]
+    assert "class TokenizerPool" in proc.stdout and f"copies {WORKERS + 1}" in proc.stdout, proc.stdout
