@@ -322,13 +322,19 @@ def mutation_under_load(tokenizer: Any, before: list[Any], after: list[Any], thr
         w.start()
     time.sleep(seconds / 3)
     marks["start"] = time.monotonic()
-    mutate(tokenizer)
+    raised = None
+    try:
+        mutate(tokenizer)
+    except Exception as exc:  # unguarded on tokenizers <= 0.22: "Already borrowed" in the mutating thread
+        raised = f"{type(exc).__name__}: {exc}"
     marks["end"] = time.monotonic()
     time.sleep(seconds * 2 / 3)
     stop.set()
     for w in workers:
         w.join()
-    counts = Counter()
+    counts: Counter[str] = Counter()
+    if raised:
+        counts["mutation_raised"] = 1
     examples = []
     for began, ended, i, got in (row for rows in seen for row in rows):
         if began > marks["end"]:
@@ -343,7 +349,7 @@ def mutation_under_load(tokenizer: Any, before: list[Any], after: list[Any], thr
             if len(examples) < 3:
                 examples.append({"phase": phase, "probe": cases[i][0], "got": str(got)[:200],
                                  "expected": str(after[i] if phase == "after" else before[i])[:200]})
-    return {**counts, "examples": examples}
+    return {**counts, "examples": examples, **({"raised": raised} if raised else {})}
 
 
 # ---------------------------------------------------------------- references across processes

@@ -135,6 +135,7 @@ def shapes(report: dict) -> set[str]:
 def assert_mutation_seen(mutation: dict) -> None:
     """A runtime add_special_tokens under load: calls before it see the old vocabulary, calls that start
     after it returned see the new one, calls that overlap it see one or the other."""
+    assert "raised" not in mutation, mutation
     assert mutation.get("before_calls", 0) > 0 and mutation.get("after_calls", 0) > 0, mutation
     for phase in ("before", "during", "after"):
         assert mutation.get(f"{phase}_wrong", 0) == 0, mutation
