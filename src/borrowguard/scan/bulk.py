@@ -9,6 +9,8 @@ from borrowguard.scan.normalize import normalize
 from borrowguard.scan.state import SourceState
 from borrowguard.scan.tracebacks import Kind, classify
 
+OPENER = b"Traceback (most recent call last)"
+
 
 class BulkReading:
     """Mixed into Scanner: the per-line path (`_process`) applied to the parts of a block that matter."""
@@ -50,6 +52,20 @@ class BulkReading:
             self._process(st, block[pos:stop])
             pos = stop + 1
 
+    def repeat_opener(self, st: SourceState, raw: bytes, count: int) -> bool:  # pragma: no cover - Scanner's
+        raise NotImplementedError
+
+    def _repeats(self, st: SourceState, block: bytes, raw: bytes, pos: int) -> int:
+        """Past the copies of traceback opener `raw` that follow it (read in one step; see Scanner)."""
+        line = raw + b"\n"
+        count, at = 0, pos
+        while block.startswith(line, at):
+            count += 1
+            at += len(line)
+        if count and self.repeat_opener(st, raw, count):
+            return at
+        return pos
+
     def _skip(self, st: SourceState, lines: int) -> None:
         st.line_no += lines
         self._lines += lines
@@ -72,8 +88,11 @@ class BulkReading:
             while pos < end:
                 nl = block.find(b"\n", pos)
                 stop = end if nl == -1 else nl
-                self._process(st, block[pos:stop])
+                raw = block[pos:stop]
+                self._process(st, raw)
                 pos = stop + 1
+                if nl != -1 and OPENER in raw:
+                    pos = self._repeats(st, block, raw, pos)
                 if pos > candidate and not st.windows:
                     break
         if pos < end:
