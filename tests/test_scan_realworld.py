@@ -21,7 +21,8 @@ import pytest
 from borrowguard.knowledge import load
 from borrowguard.scan import Scanner, ScanResult
 
-ROOT = Path(__file__).parent / "fixtures" / "logs" / "real-world"
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+ROOT = LOGS / "real-world"
 FILES = sorted(ROOT.glob("*/*.log"))
 MIN_RECALL = 0.9
 MIN_PRECISION = 1.0
@@ -74,6 +75,11 @@ def found(result: ScanResult) -> dict[str, str]:
 
 
 CASES = [read_case(p) for p in FILES]
+
+
+def cases(directory: str) -> list[Case]:
+    """The excerpts of one set (a directory of tests/fixtures/logs/ with positive/ and near-miss/)."""
+    return [read_case(p) for p in sorted((LOGS / directory).glob("*/*.log"))]
 
 
 def test_the_set_is_big_enough_and_every_file_is_cited() -> None:
