@@ -43,7 +43,7 @@ FIELDS = (
     *PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup", "cut_inside", "says",
     "context",
 )
-CONTEXT_FIELDS = ("tokenizer", "code", "answer", "others", "elsewhere", "bare", "reach")
+CONTEXT_FIELDS = ("tokenizer", "code", "answer", "others", "elsewhere", "bare", "reach", "quoted")
 MAX_REACH = 2000
 MIN_ANCHOR = 3
 PROBE_BELOW = 8
@@ -69,6 +69,8 @@ class Context:
     bare: Confidence
     """The confidence of a line with no context at all."""
     reach: int
+    quoted: tuple[re.Pattern[str], ...] = ()
+    """Source code quoting the words: not an occurrence."""
 
     def literals(self) -> tuple[str, ...]:
         return (*self.tokenizer, *(a for _, names in self.others for a in names))
@@ -209,6 +211,7 @@ def _context(value: Any, where: str) -> Context:
         elsewhere=elsewhere if isinstance(elsewhere, str) else None,
         bare=_confidence(value.get("bare", "low"), f"{where}.bare"),
         reach=_reach(value.get("reach", 200), f"{where}.reach"),
+        quoted=_patterns(value.get("quoted", ()), f"{where}.quoted"),
     )
 
 

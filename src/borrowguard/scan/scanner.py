@@ -35,6 +35,7 @@ from borrowguard.scan.record import engine_causes, record
 from borrowguard.scan.shapes import unglue
 from borrowguard.scan.state import SourceState, Stall
 from borrowguard.scan.tracebacks import (
+    BARE_HEADER,
     MAX_WINDOW_LINES,
     MAX_WINDOWS,
     Kind,
@@ -46,7 +47,6 @@ from borrowguard.scan.tracebacks import (
 
 MAX_WARNINGS = 20
 TRACEBACK = "Traceback (most recent call last)"
-BARE_HEADER = TRACEBACK + ":"
 
 
 class Scanner(BulkReading):
@@ -277,6 +277,8 @@ class Scanner(BulkReading):
                 continue
             if sig.excluded(message) or any(h.id == sig.problem_id for h in hits):
                 continue
+            if sig.context is not None and any(q.search(message) for q in sig.context.quoted):
+                continue
             if win is not None:
                 if sig.problem_id in win.counted:
                     continue
@@ -301,21 +303,6 @@ class Scanner(BulkReading):
             hits.append(hit)
         st.note_recent(line.process, n, {h.id for h in hits} | waiting)
         return self._record_all(hits)
-
-    def repeat_opener(self, st: SourceState, raw: bytes, count: int) -> bool:
-        """The bulk reader's shortcut: `raw`, just read, is repeated on the next `count` lines. When it is a
-        bare traceback opener that took the place of its bare window (see `_process`), the repeats do the
-        same: applied at once. False when the shortcut does not apply (read them one by one)."""
-        line = normalize(raw)
-        win = st.windows.get(line.process)
-        if win is None or not win.bare() or line.message.rstrip() != BARE_HEADER or win.start_line != st.line_no:
-            return False
-        st.line_no += count
-        self._lines += count
-        win.start_line, win.lines = st.line_no, 0
-        if line.timestamp is not None:
-            st.last_ts = (line.timestamp, st.line_no)
-        return True
 
     def _note_evidence(self, st: SourceState, line: Line, n: int) -> list[Hit]:
         """Remember a line that names the tokenizer or another library; the waiting matches it decides."""

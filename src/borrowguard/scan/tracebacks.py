@@ -21,6 +21,9 @@ MAX_WINDOW_LINES = 2000
 MAX_WINDOWS = 64
 """Open tracebacks per source (one per process); the oldest is closed as cut beyond this."""
 
+BARE_HEADER = "Traceback (most recent call last):"
+"""A traceback's first line, alone."""
+
 _EXCEPTION = re.compile(r"[A-Za-z_][\w.]{0,200}(?::|$)")
 
 
