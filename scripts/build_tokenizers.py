@@ -6,7 +6,7 @@
 Both tokenizers are trained on a synthetic corpus drawn from a seeded random.Random (SEED below), so no
 text has to be downloaded and every run produces the same vocabulary and merges. The corpus mixes
 English-like prose, pseudo-words with a Zipf distribution, code, JSON tool calls and a little non-Latin
-text, so that the byte-level BPE sees realistic token lengths. tests/test_bundled_tokenizers.py checks
+text, so that the byte-level BPE sees realistic token lengths. tests/package/test_bundled_tokenizers.py checks
 that the shipped files equal what this script produces.
 """
 

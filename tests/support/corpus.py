@@ -2,7 +2,7 @@
 
 Drawn from a seeded random.Random, so it is identical on every Python >= 3.10 and needs no download. It mixes
 English-like prose, pseudo-words with a Zipf distribution, code, JSON tool calls and a little non-Latin
-text. Changing it changes the bundled tokenizers (tests/test_bundled_tokenizers.py would say so).
+text. Changing it changes the bundled tokenizers (tests/package/test_bundled_tokenizers.py would say so).
 """
 
 from __future__ import annotations

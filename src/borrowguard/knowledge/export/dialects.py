@@ -9,7 +9,7 @@ written again for each engine with its character classes spelled out, code point
 as Python reads them. Anything outside the whitelist (anchors, `\\w`, `\\b`, lookaround, backreferences,
 flags, possessive repeats) raises `Unsupported`: a rule that cannot say what scan says is not exported.
 
-The result is tested with each engine on every fixture line (tests/test_rules_export.py).
+The result is tested with each engine on every fixture line (tests/knowledge/test_rules_export.py).
 """
 
 from __future__ import annotations

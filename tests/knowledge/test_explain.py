@@ -1,0 +1,168 @@
+"""`borrowguard explain`, the troubleshooting page, and `borrowguard rules export` as users run them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from borrowguard.cli import cli
+from borrowguard.knowledge import load
+from borrowguard.knowledge.export import Options, export
+from borrowguard.knowledge.export.markdown import prose
+
+KB = load()
+PAGE = Path(__file__).parents[2] / "docs" / "troubleshooting.md"
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "160"}
+    return subprocess.run([sys.executable, "-m", "borrowguard", *args], capture_output=True, text=True,
+                          timeout=60, env=env, check=False)
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+# ---- explain -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("problem_id", [p.id for p in KB])
+def test_explain_every_id(problem_id: str) -> None:
+    problem = KB[problem_id]
+    out = invoke("explain", problem_id)
+    assert out.startswith(f"{problem_id} — {problem.title}\n")
+    for section in ("What it is", *(("How it shows in logs",) if problem.signatures else ())):
+        assert f"\n{section}\n" in out
+    for i, remedy in enumerate(problem.remedies, 1):
+        assert f"  {i}. {remedy}\n" in out  # in order
+    for ref in problem.references:
+        assert ref in out
+    doc = json.loads(invoke("explain", problem_id, "--json"))
+    assert doc["id"] == problem_id and doc["remedies"] == list(problem.remedies)
+    assert len(doc["logs"]) == len(problem.signatures)
+
+
+def test_explain_says_how_it_shows_in_logs_and_which_versions() -> None:
+    out = invoke("explain", "tokenizers-borrow-race")
+    assert "tokenizers <=0.22.2, transformers (any version)" in out
+    assert "\nHow it shows in logs" not in out  # an environment problem: doctor finds it
+    doc = json.loads(invoke("explain", "tokenizer-already-borrowed", "--json"))
+    assert doc["found_by"] == ["scan"] and doc["line_rules"] == [1]
+    assert doc["logs"][0].startswith("A log line matching `Already borrowed` or `Already mutably borrowed`")
+    assert any(v.startswith("through tokenizers-borrow-race: tokenizers <=0.22.2") for v in doc["versions"])
+    assert {"text": "vllm-project/vllm#40949", "url": "https://github.com/vllm-project/vllm/issues/40949"} in doc[
+        "references"
+    ]
+
+
+def test_explain_list() -> None:
+    lines = invoke("explain", "--list").splitlines()
+    assert [line.split()[0] for line in lines] == [p.id for p in KB]
+    assert [d["id"] for d in json.loads(invoke("explain", "--list", "--json"))] == [p.id for p in KB]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "message"), [
+    (("tokenizer-borrow-race",), "unknown id 'tokenizer-borrow-race'; did you mean tokenizers-borrow-race"),
+    (("nccl",), "did you mean nccl-"),
+    (("zzz-nothing",), "unknown id 'zzz-nothing' (borrowguard explain --list shows every id)"),
+    ((), "give an id to explain"),
+    (("cuda-oom", "--list"), "give an ID or --list, not both"),
+])
+def test_explain_mistakes_are_one_line_and_exit_2(args: tuple[str, ...], message: str) -> None:
+    proc = run("explain", *args)
+    assert proc.returncode == 2
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_explain_reads_a_users_rules_file(tmp_path: Path) -> None:
+    rules = tmp_path / "site.toml"
+    rules.write_text('[[problem]]\nid = "site-x"\ntitle = "Site \\u001b[2J problem"\nseverity = "info"\n'
+                     'explanation = "Why."\nremedies = ["fix it   # because"]\n', encoding="utf-8")
+    out = invoke("explain", "site-x", "--rules", str(rules))
+    assert out.startswith("site-x — Site  problem\n") and "\x1b" not in out  # no control code reaches the terminal
+    assert "found by: neither doctor nor scan" in out
+    assert "  1. fix it   # because" in out
+
+
+# ---- the troubleshooting page --------------------------------------------------------------------------
+
+
+def test_troubleshooting_page_is_up_to_date() -> None:
+    assert PAGE.read_text(encoding="utf-8") == export(KB, "markdown"), (
+        "docs/troubleshooting.md is out of date: borrowguard rules export --format markdown -o docs/troubleshooting.md"
+    )
+
+
+def test_troubleshooting_page_has_every_id_with_its_remedies() -> None:
+    page = export(KB, "markdown")
+    for problem in KB:
+        section = page.split(f"\n## `{problem.id}`\n", 1)[1].split("\n## ", 1)[0]
+        assert prose(problem.title) in section
+        for remedy in problem.remedies:
+            assert remedy.partition("   # ")[0].strip() in section or prose(remedy) in section
+        for ref in problem.references:
+            assert f"[{ref}](https://github.com/" in section
+
+
+def test_markdown_text_cannot_become_markup() -> None:
+    assert prose("a *b* <c> [d](e) `f`") == "a \\*b\\* \\<c> \\[d\\](e) \\`f\\`"
+    assert prose("x\n# h\n12. n\n- l\n3 apples\n0.21 up\n-0.5\n---\n> q") == (
+        "x\n\\# h\n12\\. n\n\\- l\n3 apples\n0.21 up\n-0.5\n\\---\n\\> q"
+    )
+
+
+# ---- rules export --------------------------------------------------------------------------------------
+
+
+def test_rules_export_writes_every_format(tmp_path: Path) -> None:
+    for fmt, extra in (("loki", ["--selector", '{app="vllm"}']), ("prometheus", ["--selector", '{app="vllm"}']),
+                       ("elasticsearch", []), ("opensearch", ["--field", "log.original"]),
+                       ("vector", ["--input", "k8s"]), ("markdown", [])):
+        out = tmp_path / f"out.{fmt}"
+        assert invoke("rules", "export", "--format", fmt, *extra, "--output", str(out)) == ""
+        assert out.read_text(encoding="utf-8") == invoke("rules", "export", "--format", fmt, *extra)
+    header = (tmp_path / "out.prometheus").read_text(encoding="utf-8").splitlines()[0]
+    assert header.startswith("# Generated by `borrowguard rules export --format prometheus --selector '{app=\"vllm\"}'`")
+    assert yaml.safe_load((tmp_path / "out.vector").read_text(encoding="utf-8"))["transforms"]
+    assert json.loads((tmp_path / "out.opensearch").read_text(encoding="utf-8"))["field"] == "log.original"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("args", "message"), [
+    (["--format", "loki"], "--format loki needs --selector"),
+    (["--format", "prometheus", "--selector", "app=vllm"], "is not a LogQL stream selector"),
+    (["--format", "vector", "--selector", '{a="b"}'], "--selector applies to --format loki or prometheus"),
+    (["--format", "loki", "--selector", '{a="b"}', "--window", "5 minutes"], "--window '5 minutes'"),
+    (["--format", "elasticsearch", "--field", "a b"], "--field 'a b' is not a field name"),
+    (["--format", "markdown", "--input", "x"], "--input applies to --format vector"),
+    (["--format", "markdown", "--output", "/"], "--output /: a directory"),
+    (["--format", "markdown", "--output", "/no/such/dir/x.md"], "does not exist"),
+])
+def test_rules_export_mistakes_are_one_line_and_exit_2(args: list[str], message: str) -> None:
+    proc = run("rules", "export", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1 and message in proc.stderr, proc.stderr
+
+
+def test_help_teaches() -> None:
+    out = invoke("rules", "export", "--help")
+    assert "needs borrowguard scan" in out and "borrowguard rules export --format prometheus" in out
+    assert "borrowguard explain --list" in invoke("explain", "--help")
+    assert "explain" in invoke("--help") and "rules" in invoke("--help")
+
+
+def test_export_options_default_sensibly() -> None:
+    assert '"field": "message.keyword"' in export(KB, "elasticsearch")
+    assert "line = to_string(.message)" in export(KB, "vector", Options())
