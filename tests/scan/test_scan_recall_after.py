@@ -14,7 +14,6 @@ below what was measured when it was collected.
 from __future__ import annotations
 
 import pytest
-
 from test_scan_recall import CASES, Case, bulk, cases, found, line_by_line
 
 AFTER = cases("real-world-2")
