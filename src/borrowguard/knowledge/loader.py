@@ -27,8 +27,10 @@ MAX_RULES_BYTES = 1_000_000
 _REQUIRED = ("id", "title", "severity", "explanation")
 _KNOWN = (
     *_REQUIRED, "kind", "remedies", "references", "related", "leads_to", "leads_to_when_traced", "advice",
-    "answers", "detect", "signature",
+    "answers", "exposed_by", "detect", "signature",
 )
+REQUEST_FEATURES = ("bad_words",)
+"""What `exposed_by` may name: request features verify can send or leave out."""
 MAX_ANSWER = 200
 
 
@@ -61,6 +63,8 @@ class Problem:
     """One line for the causal chain when this problem is a root of what was found."""
     answers: tuple[str, ...] = ()
     """Literal texts: an HTTP answer whose error message contains one shows this problem."""
+    exposed_by: tuple[str, ...] = ()
+    """Request features without which it cannot happen (REQUEST_FEATURES)."""
 
     @property
     def vllm_versions(self) -> str | None:
@@ -212,6 +216,9 @@ def _problem(entry: Any, where: str) -> Problem:
     answers = _strings(entry, "answers", fail)
     if any(len(a) > MAX_ANSWER for a in answers):
         raise fail("answers", f"must be texts of at most {MAX_ANSWER} characters")
+    exposed_by = _strings(entry, "exposed_by", fail)
+    if any(f not in REQUEST_FEATURES for f in exposed_by):
+        raise fail("exposed_by", f"must name request features among {', '.join(REQUEST_FEATURES)}")
     signatures = entry.get("signature", [])
     if not isinstance(signatures, list) or not all(isinstance(s, dict) for s in signatures):
         raise fail("signature", "must be an array of tables ([[problem.signature]])")
@@ -230,6 +237,7 @@ def _problem(entry: Any, where: str) -> Problem:
         leads_to_when_traced=_strings(entry, "leads_to_when_traced", fail),
         advice=advice.strip() if advice is not None else None,
         answers=answers,
+        exposed_by=exposed_by,
     )
 
 
