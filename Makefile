@@ -17,16 +17,16 @@ $(DEMO)/.stamp: pyproject.toml
 	$(DEMO)/bin/pip install -q -e '.[all]'
 	touch $@
 
-$(OLD)/.stamp: pyproject.toml requirements/stack-old.txt
+$(OLD)/.stamp: pyproject.toml requirements/stack-old.txt requirements/test.txt
 	rm -rf $(OLD) && $(PYTHON) -m venv $(OLD)
 	$(OLD)/bin/pip install -q --upgrade pip
-	$(OLD)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-old.txt
+	$(OLD)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-old.txt -r requirements/test.txt
 	touch $@
 
-$(NEW)/.stamp: pyproject.toml requirements/stack-new.txt
+$(NEW)/.stamp: pyproject.toml requirements/stack-new.txt requirements/test.txt
 	rm -rf $(NEW) && $(PYTHON) -m venv $(NEW)
 	$(NEW)/bin/pip install -q --upgrade pip
-	$(NEW)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-new.txt
+	$(NEW)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-new.txt -r requirements/test.txt
 	touch $@
 
 demo: $(DEMO)/.stamp

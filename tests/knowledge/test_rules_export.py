@@ -298,7 +298,7 @@ def test_a_user_signature_without_a_faithful_line_regex_goes_to_the_scan_list(tm
     rules = tmp_path / "site.toml"
     rules.write_text(
         '[[problem]]\nid = "site-oops"\ntitle = "Oops"\nseverity = "error"\nexplanation = "Why."\n'
-        '[[problem.signature]]\nmessage = ["^OOPS \\\\w+"]\nanchors = ["OOPS"]\n'
+        '[[problem.signature]]\nmessage = ["^OOPS \\\\w{1,20}"]\nanchors = ["OOPS"]\n'
         '[[problem]]\nid = "site-fine"\ntitle = "Fine"\nseverity = "info"\nexplanation = "Why."\n'
         '[[problem.signature]]\nmessage = ["FINE [0-9]{2}"]\nanchors = ["FINE"]\n',
         encoding="utf-8",

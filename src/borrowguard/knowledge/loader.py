@@ -131,7 +131,9 @@ def load(extra: Path | str | None = None) -> KnowledgeBase:
         return bundled
     path = Path(extra)
     problems = dict(bundled.problems)
-    problems.update(_parse(_read(path), str(path)))
+    added = _parse(_read(path), str(path))
+    _check_signatures(added)
+    problems.update(added)
     _check_links(problems)
     return KnowledgeBase(MappingProxyType(problems), (*bundled.sources, path))
 
@@ -246,6 +248,17 @@ def _strings(entry: dict[str, Any], name: str, fail: Any) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise fail(name, "must be a list of non-empty strings")
     return tuple(value)
+
+
+def _check_signatures(problems: Mapping[str, Problem]) -> None:
+    # At load, for every tool (scan, rules export, explain): a regex that could hang scan or that RE2
+    # refuses is refused here, once. The rest of a signature table is scan's to read (signatures imports
+    # this module, hence the late import).
+    from borrowguard.knowledge.signatures import check_patterns
+
+    for problem in problems.values():
+        for index, raw in enumerate(problem.signatures):
+            check_patterns(raw, f"rule {problem.id!r}: signature #{index + 1}")
 
 
 def _check_links(problems: Mapping[str, Problem]) -> None:

@@ -26,13 +26,23 @@ signature whose anchors are short (likely common, like `" 4` where `HTTP/` is on
 and whose regexes only use ASCII literals and classes is searched as a whole instead (a probe): the same
 bytes match, at regex speed. Case-insensitive and nested unbounded patterns are refused (they defeat the
 anchors or backtrack catastrophically on hostile lines).
+
+Repetition is bounded as RE2 bounds it (Loki's Go regexp and Vector's Rust regex have the same limits): no
+count above 1000, no nested counts whose product is above 1000. A repetition that varies in count may not
+repeat something that varies as well, nor alternatives that can start alike: Python's backtracking tries
+every way to split the line between them. And each pattern has a per-line budget: an upper bound on the
+ways it can be tried on one 64 KiB line (positions times paths at each) must stay under LINE_BUDGET, which
+in practice means every repetition is bounded (`\\S{1,128}`, not `\\S+` or `.*`), as the bundled ones are.
+The loader checks every user pattern this way when it reads the file, for every tool. With google-re2 installed (the dev extra) each pattern that `rules export` can write
+is also compiled by RE2 as written for Loki and Vector; without it, the limits above (RE2's own) decide
+alone, so a rules file is accepted or refused the same way.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
 from borrowguard.knowledge.loader import KnowledgeBase, KnowledgeError
@@ -221,6 +231,21 @@ def _reach(value: Any, where: str) -> int:
     return value
 
 
+def check_patterns(raw: Mapping[str, Any], where: str) -> None:
+    """The regexes of one raw signature table, as `compile_signature` checks them; KnowledgeError if one
+    is refused. The loader runs this on a user's rules file."""
+    for name in PATTERN_FIELDS:
+        if name in raw:
+            _patterns(raw[name], f"{where}: field {name!r}")
+    if "cut_inside" in raw:
+        _patterns(raw["cut_inside"], f"{where}: field 'cut_inside'")
+    context = raw.get("context")
+    if isinstance(context, Mapping):
+        for name in ("code", "answer", "quoted"):
+            if name in context:
+                _patterns(context[name], f"{where}: field 'context.{name}'")
+
+
 def unmatched_lines(sig: Signature, lines: Iterable[str]) -> Iterator[str]:
     """Lines that one of `sig`'s starting regexes matches although they contain none of its anchors: each
     one is a line the bulk scan would skip, so the anchors are wrong (the test suite runs this on every
@@ -307,6 +332,9 @@ def _patterns(value: Any, where: str) -> tuple[re.Pattern[str], ...]:
                 f"{item} ({text!r}) nests unbounded repetitions, which can backtrack catastrophically on "
                 "hostile lines; bound the inner one (e.g. {0,64})"
             )
+        problem = repetition_problem(text) or re2_problem(text)
+        if problem:
+            raise KnowledgeError(f"{item} ({text!r}) {problem}")
         compiled.append(pattern)
     return tuple(compiled)
 
@@ -375,6 +403,151 @@ def nested_unbounded(pattern: str) -> bool:
             stack[-1] = stack[-1] or inner
             last_group = inner
     return False
+
+
+LINE = 64 * 1024
+"""The longest message scan hands to a regex (scan cuts longer lines to their two ends; a test checks)."""
+LINE_BUDGET = 2**27
+"""Per line, at most this many ways to try a pattern (positions times paths at each): about a second of
+Python's `re` at worst, whatever the line holds. The bundled patterns stay below 2**24."""
+MAX_REPEAT = 1000
+"""RE2's limit (Loki's Go regexp and Vector's Rust regex have the same one): on one count, and on the
+product of the counts of nested repetitions, `(?:(?:ab{10}){10}){10}` being 1000."""
+
+
+@dataclass
+class _Group:
+    """What `repetition_problem` knows of a group (or of one atom) once read."""
+
+    varies: bool = False
+    """It contains a repetition whose count varies."""
+    product: int = 1
+    """The largest product of nested explicit counts inside."""
+    firsts: list[str | None] = field(default_factory=lambda: [None])
+    """Each alternative's first token."""
+    alternatives: bool = False
+    paths: float = 1.0
+    """An upper bound on the ways it can match at one position (a closed group: all its alternatives)."""
+    done: float = 0.0
+    """While open: the paths of its alternatives before the current one (whose are `paths`)."""
+    best: float = 0.0
+    """While open: the most paths of one of those alternatives."""
+
+
+def _count(quant: str) -> tuple[int, int | None]:
+    q = quant[:-1] if len(quant) > 1 and quant[-1] in "?+" else quant  # lazy or possessive
+    if q in ("*", "+", "?"):
+        return {"*": (0, None), "+": (1, None), "?": (0, 1)}[q]
+    low, comma, high = q[1:-1].partition(",")
+    lo = int(low or 0)
+    return lo, (int(high) if high else None) if comma else lo
+
+
+def repetition_problem(pattern: str) -> str | None:
+    """Why the pattern's repetitions are refused, or None: a count above MAX_REPEAT, nested counts whose
+    product is above it (both: RE2 refuses them, and Python's backtracking on them is unbounded), or a
+    repetition that varies in count (`*`, `+`, `{1,100}`) around another that varies, or around
+    alternatives that can start alike: `X(?:a{1,100}){1,100}Y` tries every way to split a run of `a`s
+    (hours on one 3 KB line), `(?:a|ab)*` every way to read one."""
+    stack = [_Group()]
+    last: _Group | None = None  # the atom a quantifier would apply to
+    for kind, text in _tokens(pattern):
+        top = stack[-1]
+        if kind == "quant" and last is not None:
+            low, high = _count(text)
+            count = high if high is not None else low
+            if count > MAX_REPEAT:
+                return f"repeats {count} times; RE2 (Loki, Vector) refuses counts above {MAX_REPEAT}: lower it"
+            if text[:1] == "{":
+                last.product *= max(count, 1)
+            if last.product > MAX_REPEAT:
+                return (f"nests repetitions {last.product} times over; RE2 (Loki, Vector) refuses more than "
+                        f"{MAX_REPEAT} (the product of nested counts): lower the counts")
+            before = last.paths  # already counted in `top` (once, as if not repeated)
+            last.paths = _repeat_paths(before, low, high)
+            varies = high is None or (low < high and high >= 2)
+            if varies and last.varies:
+                return ("repeats a varying number of times something that itself varies in length, which "
+                        "backtracks without bound on hostile lines; make one count fixed, e.g. a{3} or (?:ab){1,5}")
+            if varies and last.alternatives and not _distinct(last.firsts):
+                return ("repeats alternatives that can start with the same character, which backtracks "
+                        "without bound on hostile lines; make each alternative start differently")
+            last.varies = last.varies or high is None or low < high
+            top.varies = top.varies or last.varies
+            top.product = max(top.product, last.product)
+            top.paths *= last.paths / before
+            last = None
+            continue
+        if kind == "open":
+            stack.append(_Group())
+            last = None
+            continue
+        if kind == "alt":
+            top.alternatives = True
+            top.firsts.append(None)
+            top.done, top.best, top.paths = top.done + top.paths, max(top.best, top.paths), 1.0
+            last = None
+            continue
+        if kind == "close" and len(stack) > 1:
+            last = stack.pop()
+            # alternatives that start differently: at most one of them goes on at a position
+            last.paths = max(last.best, last.paths) if _distinct(last.firsts) else last.done + last.paths
+            stack[-1].varies = stack[-1].varies or last.varies
+            stack[-1].product = max(stack[-1].product, last.product)
+            _first(stack[-1], f"({id(last)}")
+            stack[-1].paths *= last.paths  # once; a quantifier after it scales this
+            continue
+        _first(top, text if kind in ("lit", "esc") else f"{kind}:{text}")
+        last = _Group()
+    top = stack[0]
+    cost = LINE * (max(top.best, top.paths) if _distinct(top.firsts) else top.done + top.paths)
+    if cost > LINE_BUDGET:
+        return (f"can take about {cost:.0e} steps on one {LINE // 1024} KiB line (the budget is {LINE_BUDGET:.0e}): "
+                "bound every repetition tightly, e.g. \\S{1,128} rather than \\S+ or .*")
+    return None
+
+
+def _repeat_paths(paths: float, low: int, high: int | None) -> float:
+    # each count from low to high is one more way to match, each iteration multiplies by the atom's ways
+    top = LINE if high is None else min(high, LINE)
+    if paths <= 1.0:
+        return float(max(top - low + 1, 1))
+    return min(paths ** min(top, 64), 1e300) * max(top - low + 1, 1)
+
+
+def _first(group: _Group, token: str) -> None:
+    if group.firsts[-1] is None:
+        group.firsts[-1] = token
+
+
+def _distinct(firsts: list[str | None]) -> bool:
+    # every alternative starts with a literal character of its own (an escape of punctuation included)
+    literal = [f for f in firsts if f is not None and len(f) <= 2 and (len(f) == 1 or not f[1:].isalnum())]
+    return len(literal) == len(firsts) and len({f[-1] for f in literal}) == len(literal)
+
+
+def re2_problem(pattern: str) -> str | None:
+    """What RE2 (google-re2, when installed) says about the pattern as `rules export` writes it for Loki
+    and Vector, or None. A pattern outside the export's whitelist is never exported: RE2 has no say.
+    Without google-re2 the limits above are the check (they are RE2's own); with it, RE2 has the last word."""
+    try:
+        import re2  # type: ignore[import-not-found]  # google-re2: the dev extra, optional at run time
+    except ImportError:
+        return None
+    from borrowguard.knowledge.export.dialects import Unsupported, to_re2  # here: export imports the loader
+
+    try:
+        rewritten = to_re2(pattern)
+    except Unsupported:
+        return None
+    options = re2.Options()
+    options.log_errors = False  # the refusal is ours to report, once
+    try:
+        re2.compile(rewritten, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        return f"is refused by RE2 (Loki, Vector), as rules export writes it: {reason}"
+    return None
 
 
 def bytes_safe(pattern: str) -> bool:

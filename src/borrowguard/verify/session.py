@@ -288,7 +288,8 @@ class Session:
                 fit.observed(outcome.scenario, outcome.scale, tokens)
             elif fit.budget is not None:
                 fit.observed(outcome.scenario, outcome.scale, int(fit.budget * 2))
-        elif outcome.ok and outcome.prompt_tokens:
+        elif outcome.ok and outcome.prompt_tokens and not RequestFactory.is_pooling(outcome.scenario):
+            # (a pooling answer counts every input of a batch, and truncated ones: not one prompt's size)
             fit.observed(outcome.scenario, outcome.scale, outcome.prompt_tokens)
 
     def _on_finding(self, finding: Finding) -> None:
