@@ -232,6 +232,18 @@ def test_the_json_export_parses_back_with_the_awkward_text_intact(awkward: Path,
     assert any("\x85" in p for p in engines.regexps(doc["rules"], doc["field"]))
 
 
+@pytest.mark.slow
+def test_lucene_compiles_every_regexp_of_the_awkward_export(awkward: Path) -> None:
+    if engines.missing_lucene():
+        pytest.skip(engines.missing_lucene())
+    doc = json.loads(_export(awkward, "opensearch"))
+    patterns = sorted(set(engines.regexps(doc["rules"], doc["field"])))
+    results = engines.lucene(patterns, ["OOPS 42", "fine"])
+    assert {p: r for p, r in results.items() if isinstance(r, str)} == {}
+    (site,) = [p for p in patterns if "OOPS" in p]
+    assert results[site] == [True, False]
+
+
 def test_the_markdown_page_keeps_one_heading_per_problem(awkward: Path) -> None:
     out = _export(awkward, "markdown")
     kb = load(awkward)

@@ -29,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_ENV = "BORROWGUARD_VLLM_SERVE_PYTHON"
+PYTHON_017_ENV = "BORROWGUARD_VLLM_SERVE_017_PYTHON"  # the vLLM 0.17.1 environment (scripts/vllm_serve_env.py)
+POOLING_ARGS = ("--runner", "pooling", "--convert", "embed")
 CACHE = Path(os.environ.get("BORROWGUARD_VLLM_CACHE", Path.home() / ".cache" / "borrowguard"))
 SERVED_NAME = "tiny-qwen2vl"
 STARTUP_TIMEOUT_S = 600.0

@@ -83,6 +83,7 @@ class ChatClient:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._concurrency = concurrency
+        self.served: frozenset[str] = frozenset()  # the paths the preflight saw answer (load.faults.blame)
         self._session: aiohttp.ClientSession | None = None
         self.t0 = time.perf_counter()
 
@@ -127,7 +128,8 @@ class ChatClient:
             await self._attempt(request, out, started, remaining, {})
         out.latency = time.perf_counter() - started
         if not out.ok:
-            verdict = blame(out.status, out.message)
+            verdict = blame(out.status, out.message, plan.scenario, scale=request.scale,
+                            served=request.path in self.served)
             out.fault, out.mismatch = verdict.fault, verdict.mismatch
         return out
 

@@ -4,8 +4,9 @@ Embedding and reranking servers (vLLM `--runner pooling`, FastAPI apps on transf
 input with the request's own settings, so the shapes that collide sit side by side here:
 - a single text (not padded) beside a batch (padded to its longest member, tokenized as one call);
 - no `truncate_prompt_tokens` beside a small one and `-1` (vLLM: the model's maximum, which puts the call in
-  another microbatch queue than any other length). Truncated inputs are long texts: the tokenizer works
-  long on them, the model only sees the first tokens;
+  another microbatch queue than any other length). Inputs cut to a few tokens are long texts: the
+  tokenizer works long on them, the model only sees the first tokens; `-1` ones are of ordinary length
+  (the model sees them whole, and a CPU server must still keep up);
 - query/document pairs (`/rerank`, `/v1/rerank`, `/score`): the tokenizer's pair path;
 - token-id input, which skips the tokenizer: a control on the same endpoint.
 
@@ -34,7 +35,7 @@ REPEAT_VARIANTS = ("plain", "trunc", "full", "batch")
 SHORT_WORDS = (12, 60, 200)  # untruncated texts, scaled to the context
 LONG_WORDS = (600, 1800)  # truncated texts: long for the tokenizer, cheap for the model
 TRUNCATE_RANGE = (8, 64)
-MAX_BATCH = 8
+MAX_BATCH = 6
 MAX_IDS = 48
 IDS_BELOW = 256  # ids below 256 exist in every byte-level and most other vocabularies
 
@@ -55,7 +56,7 @@ def body(scenario: str, model: str, rng: random.Random | None, scale: float, var
         return out
     truncate = _truncate(r, shape, extensions)
     n = r.randint(2, MAX_BATCH) if shape == "batch" else 1
-    texts = [_text(r, scale, truncated=truncate is not None) for _ in range(n)]
+    texts = [_text(r, scale, truncated=truncate is not None and truncate > 0) for _ in range(n)]
     out["input"] = texts if shape == "batch" else texts[0]
     if truncate is not None:
         out["truncate_prompt_tokens"] = truncate
@@ -66,7 +67,7 @@ def _pairs(scenario: str, model: str, r: random.Random, scale: float, shape: str
            extensions: bool) -> dict[str, Any]:
     truncate = _truncate(r, shape, extensions)
     query = words(r, max(2, int(r.randint(4, 20) * min(1.0, scale * 4))))
-    documents = [_text(r, scale, truncated=truncate is not None) for _ in range(r.randint(2, 5))]
+    documents = [_text(r, scale, truncated=truncate is not None and truncate > 0) for _ in range(r.randint(2, 5))]
     out: dict[str, Any] = {"model": model}
     if scenario == "score":
         out.update(text_1=query, text_2=documents)

@@ -41,6 +41,8 @@ TRUNCATABLE = frozenset({"text", "tools"})
 REPEAT_TRUNCATE = 48  # the repeat variant with a fixed truncate_prompt_tokens
 MAX_TOKENS = 16
 TOOL_MAX_TOKENS = 48  # a forced tool call must fit, or some servers answer 400 (vLLM 0.17)
+TOOL_MAX_TOKENS_BOUND = 96  # ... raised up to this when they do: random weights may never close a call, and
+# a bigger bound only makes the scenario slow (vLLM 0.17 on a CPU: requests past the drain at 384)
 BAD_WORDS = ("zebra", "quantum")
 TEXT_WORDS = (24, 60, 400, 900)
 IMAGE_WORDS = 200
@@ -133,6 +135,7 @@ class RequestFactory:
         self.completions = True  # the server has /v1/completions (the preflight says)
         self.detokenize = True  # ... and /detokenize
         self.chat = True  # ... and /v1/chat/completions (a pooling server has not)
+        self.tool_max_tokens = TOOL_MAX_TOKENS  # raised when a forced tool call is cut (raise_tool_max_tokens)
         # pooling scenario -> the endpoints of it the server serves (the preflight narrows them)
         self.pooling_endpoints: dict[str, tuple[Endpoint, ...]] = {
             name: tuple(Endpoint(p) for p in paths) for name, paths in pooling.SCENARIO_ENDPOINTS.items()
@@ -176,7 +179,7 @@ class RequestFactory:
                 seed=0,
                 truncate=REPEAT_TRUNCATE if variant == "trunc" else None,
                 endpoint=Endpoint.TOKENIZE if scenario == "tokenize" else Endpoint.CHAT,
-                max_tokens=TOOL_MAX_TOKENS if scenario == "tools" else MAX_TOKENS,
+                max_tokens=self.tool_max_tokens if scenario == "tools" else MAX_TOKENS,
                 generation=generation,
             )
         return self._unique(scenario, generation)
@@ -196,7 +199,7 @@ class RequestFactory:
         elif scenario == "tokenize":
             endpoint = Endpoint.DETOKENIZE if r.random() < 0.3 and self.detokenize else Endpoint.TOKENIZE
         # max_tokens=1 moves vLLM 0.19's truncation length to the model's maximum: another queue.
-        max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else (1 if r.random() < 0.35 else MAX_TOKENS)
+        max_tokens = self.tool_max_tokens if scenario == "tools" else (1 if r.random() < 0.35 else MAX_TOKENS)
         bad_words = ext and scenario != "tokenize" and r.random() < s.bad_words_share
         return Plan(
             scenario, "unique", r.getrandbits(63), truncate, endpoint, max_tokens, bad_words, generation
@@ -214,6 +217,16 @@ class RequestFactory:
         if key is not None:
             self._repeat_cache[key] = data  # a benign race: both threads build the same bytes
         return BuiltRequest(plan, data, self._streams(plan), scale)
+
+    def raise_tool_max_tokens(self, context: int | None) -> bool:
+        """A forced tool call was cut by max_tokens: double the tools scenario's max_tokens, within
+        TOOL_MAX_TOKENS_BOUND and a quarter of the context. False when it is at its bound already."""
+        bound = min(TOOL_MAX_TOKENS_BOUND, context // 4) if context else TOOL_MAX_TOKENS_BOUND
+        wanted = min(bound, self.tool_max_tokens * 2)
+        if wanted <= self.tool_max_tokens:
+            return False
+        self.tool_max_tokens = wanted
+        return True
 
     @staticmethod
     def is_pooling(scenario: str) -> bool:

@@ -213,7 +213,9 @@ class Preflight:
                 except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
                     status, answer = 0, None
                 count = answer.get("count") if isinstance(answer, dict) else None
-                if status == 200 and isinstance(count, int):
+                # A count beyond one token per byte of the body (plus room for a template) is not a count.
+                plausible = isinstance(count, int) and 0 < count <= len(json.dumps(body)) + 4096
+                if status == 200 and plausible:
                     counts[json.dumps(body, sort_keys=True)] = float(count)
         factory.estimate_all(counts)
         self.drop_unfit(factory, target)
