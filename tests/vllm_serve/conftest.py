@@ -11,14 +11,18 @@ Fixtures:
 - ``served``: module-scoped and parametrized ("unguarded", "guarded"): pytest runs every test of a module
   against one server, then the other, never both at once (2 cores); unguarded = BORROWGUARD_DISABLE=1 in
   the server's environment. ``served.guarded`` tells which;
-- ``guarded_server`` / ``unguarded_server``: the same, unparametrized, one server per module.
+- ``guarded_server`` / ``unguarded_server``: the same, unparametrized, one server per module;
+- ``tiny_text``: the text-only tiny Qwen2 (scripts/tiny_vlm.py --text-only), served as an embedding model
+  by test_vllm_pooling.py;
+- ``serve_python_017``: the vLLM 0.17.1 environment's python (BORROWGUARD_VLLM_SERVE_017_PYTHON, set by the
+  make target); tests that need it skip, saying so, when it is not given.
 """
 
 from __future__ import annotations
 
 import os
 
-from vllm_serve_harness import PYTHON_ENV
+from vllm_serve_harness import PYTHON_017_ENV, PYTHON_ENV
 
 if not os.environ.get(PYTHON_ENV):
     collect_ignore_glob = ["*.py"]
@@ -41,11 +45,24 @@ else:
         return build_tiny_model(serve_python)
 
     @pytest.fixture(scope="session")
+    def tiny_text(serve_python: Path) -> Path:
+        return build_tiny_model(serve_python, text_only=True)
+
+    @pytest.fixture(scope="session")
+    def serve_python_017() -> Path:
+        value = os.environ.get(PYTHON_017_ENV)
+        if not value:
+            pytest.skip(f"{PYTHON_017_ENV} is not set (make test-vllm-serve sets it)")
+        return Path(value)
+
+    @pytest.fixture(scope="session")
     def start_vllm(serve_python, tiny_vlm, tmp_path_factory):
         @contextmanager
-        def start(guarded: bool = True, *, name: str | None = None, model: Path | None = None, **kw):
+        def start(guarded: bool = True, *, name: str | None = None, model: Path | None = None,
+                  python: Path | None = None, **kw):
             logs = tmp_path_factory.mktemp(name or ("guarded" if guarded else "unguarded"))
-            with vllm_server(serve_python, model or tiny_vlm, logs / "server.log", guarded=guarded, **kw) as srv:
+            with vllm_server(python or serve_python, model or tiny_vlm, logs / "server.log", guarded=guarded,
+                             **kw) as srv:
                 yield srv
 
         return start

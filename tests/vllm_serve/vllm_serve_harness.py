@@ -29,6 +29,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHON_ENV = "BORROWGUARD_VLLM_SERVE_PYTHON"
+PYTHON_017_ENV = "BORROWGUARD_VLLM_SERVE_017_PYTHON"  # the vLLM 0.17.1 environment (scripts/vllm_serve_env.py)
+POOLING_ARGS = ("--runner", "pooling", "--convert", "embed")
 CACHE = Path(os.environ.get("BORROWGUARD_VLLM_CACHE", Path.home() / ".cache" / "borrowguard"))
 SERVED_NAME = "tiny-qwen2vl"
 STARTUP_TIMEOUT_S = 600.0
@@ -82,14 +84,17 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve_args(model: Path, port: int, *, renderer_workers: int = 4, multimodal: bool = True,
+def serve_args(model: Path, port: int, *, renderer_workers: int | None = 4, multimodal: bool = True,
                tool_parser: bool = True, extra_args: Sequence[str] = ()) -> list[str]:
+    """`renderer_workers=None`: vLLM's default (0.17 has no --renderer-num-workers)."""
     args = ["serve", str(model), "--host", "127.0.0.1", "--port", str(port),
-            "--served-model-name", SERVED_NAME, *BASE_ARGS, "--renderer-num-workers", str(renderer_workers)]
+            "--served-model-name", SERVED_NAME, *BASE_ARGS]
+    if renderer_workers is not None:
+        args += ["--renderer-num-workers", str(renderer_workers)]
     if not tool_parser:
         i = args.index("--enable-auto-tool-choice")
         del args[i:i + 3]
-    if multimodal and renderer_workers > 1:
+    if multimodal and renderer_workers is not None and renderer_workers > 1:
         # vLLM refuses more than one renderer worker with the multimodal processor cache on.
         args += ["--mm-processor-cache-gb", "0"]
     return [*args, *extra_args]
@@ -181,7 +186,7 @@ def kill_group(proc: subprocess.Popen, *, grace_s: float = 30.0) -> None:
 
 @contextmanager
 def vllm_server(python: Path, model: Path, log_path: Path, *, guarded: bool = True,
-                renderer_workers: int = 4, multimodal: bool = True, tool_parser: bool = True,
+                renderer_workers: int | None = 4, multimodal: bool = True, tool_parser: bool = True,
                 extra_args: Sequence[str] = (), extra_env: Mapping[str, str] | None = None,
                 startup_timeout_s: float = STARTUP_TIMEOUT_S) -> Iterator[Server]:
     """Run `vllm serve` for `model` until the block exits; yields a Server once GET /health answers 200."""

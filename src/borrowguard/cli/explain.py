@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import difflib
-import json
 import textwrap
+import unicodedata
 
 import click
 
@@ -13,6 +13,11 @@ from borrowguard.cli._common import writing_output
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge import KnowledgeBase, load
 from borrowguard.knowledge.export.describe import NEITHER, Entry, describe
+from borrowguard.knowledge.export.safety import json_text
+from borrowguard.knowledge.export.safety import shown as quoted
+
+MAX_SUGGEST = 200
+"""An id longer than this gets no suggestions: it is no typo of a known one."""
 
 
 @click.command("explain")
@@ -45,30 +50,42 @@ def explain(problem_id: str | None, list_ids: bool, as_json: bool, rules: str | 
         return
     if problem_id is None:
         raise UserInputError("give an id to explain, e.g. borrowguard explain tokenizers-borrow-race (--list shows all)")
-    problem = kb.get(problem_id.strip())
+    problem = kb.get(clean_id(problem_id))
     if problem is None:
         raise UserInputError(_unknown(kb, problem_id))
     entry = describe(kb, problem)
     with writing_output():
         if as_json:
-            click.echo(json.dumps(entry.to_dict(), indent=2, ensure_ascii=False))
+            click.echo(json_text(entry.to_dict()), nl=False)  # C1 controls and U+2028 escaped: a terminal reads it
         else:
             click.echo(printable(render(entry)))
 
 
+def clean_id(problem_id: str) -> str:
+    """The id as typed, without what a copy from a coloured terminal or a web page brings along: escape
+    codes, control and format characters (zero-width, bidi), surrounding white space."""
+    return "".join(ch for ch in printable(problem_id) if unicodedata.category(ch) != "Cf").strip()
+
+
 def _unknown(kb: KnowledgeBase, problem_id: str) -> str:
+    wanted = clean_id(problem_id)
     ids = [p.id for p in kb]
-    close = difflib.get_close_matches(problem_id.strip().lower(), ids, n=3, cutoff=0.6)
-    close += [i for i in ids if problem_id.strip().lower() in i and i not in close][: 3 - len(close)]
+    close: list[str] = []
+    if len(wanted) <= MAX_SUGGEST:
+        key = wanted.lower()
+        close = difflib.get_close_matches(key, ids, n=3, cutoff=0.6)
+        close += [i for i in ids if key and key in i and i not in close][: 3 - len(close)]
+    shown = quoted(wanted)  # repr, cut when long: a huge id is not echoed whole
+    close = [i for i in close if repr(i) != shown]  # never "unknown id 'x'; did you mean x?"
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    return f"unknown id {printable(problem_id)!r}{hint} (borrowguard explain --list shows every id)"
+    return f"unknown id {shown}{hint} (borrowguard explain --list shows every id)"
 
 
 def _list(kb: KnowledgeBase, as_json: bool) -> None:
     entries = [describe(kb, p) for p in kb]
     with writing_output():
         if as_json:
-            click.echo(json.dumps([e.to_dict() for e in entries], indent=2, ensure_ascii=False))
+            click.echo(json_text([e.to_dict() for e in entries]), nl=False)
             return
         width = max(len(e.id) for e in entries)
         for e in entries:

@@ -26,26 +26,75 @@ signature whose anchors are short (likely common, like `" 4` where `HTTP/` is on
 and whose regexes only use ASCII literals and classes is searched as a whole instead (a probe): the same
 bytes match, at regex speed. Case-insensitive and nested unbounded patterns are refused (they defeat the
 anchors or backtrack catastrophically on hostile lines).
+
+Repetition is bounded as RE2 bounds it (Loki's Go regexp and Vector's Rust regex have the same limits): no
+count above 1000, no nested counts whose product is above 1000. A repetition that varies in count may not
+repeat something that varies as well, nor alternatives that can start alike: Python's backtracking tries
+every way to split the line between them. And each pattern has a per-line budget: an upper bound on the
+ways it can be tried on one 64 KiB line (positions times paths at each) must stay under LINE_BUDGET, which
+in practice means every repetition is bounded (`\\S{1,128}`, not `\\S+` or `.*`), as the bundled ones are.
+The loader checks every user pattern this way when it reads the file, for every tool. With google-re2 installed (the dev extra) each pattern that `rules export` can write
+is also compiled by RE2 as written for Loki and Vector; without it, the limits above (RE2's own) decide
+alone, so a rules file is accepted or refused the same way.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
 from borrowguard.knowledge.loader import KnowledgeBase, KnowledgeError
 from borrowguard.knowledge.model import Confidence, Severity
 
 PATTERN_FIELDS = ("message", "frames", "raises", "exclude", "stall", "resume")
-FIELDS = (*PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup")
+FIELDS = (
+    *PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup", "cut_inside", "says",
+    "context",
+)
+CONTEXT_FIELDS = ("tokenizer", "code", "answer", "others", "elsewhere", "bare", "reach", "quoted")
+MAX_REACH = 2000
 MIN_ANCHOR = 3
 PROBE_BELOW = 8
 """An anchor shorter than this is presumed common in healthy logs; see the module doc."""
 MAX_PATTERN = 400
 """Longer patterns are refused: real signatures are one short phrase; a huge one is a mistake or an attack."""
 DEFAULT_STALL_LINES = 50
+
+
+@dataclass(frozen=True)
+class Context:
+    """Whose error a matched line is, decided by what is around it (see rules.toml's context tables)."""
+
+    tokenizer: tuple[str, ...]
+    """Literals that say "the problem itself" in its traceback, its line or the lines around it."""
+    code: re.Pattern[str] | None
+    """A quoted source line of its traceback that calls the tokenizer."""
+    answer: re.Pattern[str] | None
+    """Its own line is an HTTP answer carrying the error."""
+    others: tuple[tuple[str, tuple[str, ...]], ...]
+    """(library, literals): the context names another library: not this problem but `elsewhere`."""
+    elsewhere: str | None
+    bare: Confidence
+    """The confidence of a line with no context at all."""
+    reach: int
+    quoted: tuple[re.Pattern[str], ...] = ()
+    """Source code quoting the words: not an occurrence."""
+
+    def literals(self) -> tuple[str, ...]:
+        return (*self.tokenizer, *(a for _, names in self.others for a in names))
+
+    def library(self, text: str) -> str | None:
+        """The other library `text` names, if any."""
+        for name, literals in self.others:
+            if any(a in text for a in literals):
+                return name
+        return None
+
+    def tokenizer_in(self, text: str) -> str | None:
+        """The tokenizer literal `text` holds, if any."""
+        return next((a for a in self.tokenizer if a in text), None)
 
 
 @dataclass(frozen=True)
@@ -72,6 +121,11 @@ class Signature:
     """Regexes searched over raw bytes instead of their (short) anchors when no multi-pattern matcher is
     installed; `find_anchors` is then empty."""
     find_anchors: tuple[str, ...] = ()
+    cut_inside: re.Pattern[str] | None = None
+    """With `frames`: a cut traceback counts only when its last frame matches."""
+    says: str | None = None
+    """The evidence of an occurrence, in words."""
+    context: Context | None = None
 
     def excluded(self, text: str) -> bool:
         return any(p.search(text) for p in self.exclude)
@@ -83,11 +137,18 @@ class Signature:
 
 def compile_signatures(kb: KnowledgeBase) -> tuple[Signature, ...]:
     """Every signature of every problem in `kb`, compiled; KnowledgeError names the rule and field."""
-    return tuple(
+    signatures = tuple(
         compile_signature(problem.id, problem.severity, raw, index)
         for problem in kb
         for index, raw in enumerate(problem.signatures)
     )
+    for sig in signatures:
+        if sig.context is not None and sig.context.elsewhere is not None and sig.context.elsewhere not in kb:
+            raise KnowledgeError(
+                f"rule {sig.problem_id!r}: signature #{sig.index + 1}: field 'context.elsewhere' names unknown rule "
+                f"{sig.context.elsewhere!r}"
+            )
+    return signatures
 
 
 def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], index: int = 0) -> Signature:
@@ -105,6 +166,12 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
     if fields["resume"] and not fields["stall"]:
         raise KnowledgeError(f"{where}: field 'resume' only applies together with 'stall'")
     anchors = _declared_anchors(raw.get("anchors"), f"{where}: field 'anchors'")
+    cut_inside = _patterns(raw.get("cut_inside", ()), f"{where}: field 'cut_inside'")
+    if cut_inside and not fields["frames"]:
+        raise KnowledgeError(f"{where}: field 'cut_inside' only applies together with 'frames'")
+    context = _context(raw.get("context"), f"{where}: field 'context'") if "context" in raw else None
+    if context is not None and not fields["message"]:
+        raise KnowledgeError(f"{where}: field 'context' only applies together with 'message'")
     confidence = _confidence(raw.get("confidence", "high"), f"{where}: field 'confidence'")
     when_cut = _when_cut(raw.get("when_cut"), confidence, f"{where}: field 'when_cut'")
     starters = (*fields["message"], *fields["frames"][:1], *fields["stall"], *fields["resume"])
@@ -121,8 +188,62 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
         ignore_startup=_startup(raw.get("startup"), f"{where}: field 'startup'"),
         probes=tuple(p.pattern for p in starters) if probe else (),
         find_anchors=() if probe else anchors,
+        cut_inside=cut_inside[0] if cut_inside else None,
+        says=_optional_text(raw.get("says"), f"{where}: field 'says'"),
+        context=context,
         **fields,
     )
+
+
+def _context(value: Any, where: str) -> Context:
+    if not isinstance(value, Mapping):
+        raise KnowledgeError(f"{where} must be a table")
+    for name in value:
+        if name not in CONTEXT_FIELDS:
+            raise KnowledgeError(f"{where}.{name} is not a known field (known: {', '.join(CONTEXT_FIELDS)})")
+    tokenizer = _declared_anchors(value.get("tokenizer"), f"{where}.tokenizer")
+    others_raw = value.get("others", {})
+    if not isinstance(others_raw, Mapping):
+        raise KnowledgeError(f"{where}.others must be a table of LIBRARY = [literal...]")
+    others = tuple(
+        (str(name), _declared_anchors(literals, f"{where}.others.{name}")) for name, literals in others_raw.items()
+    )
+    elsewhere = value.get("elsewhere")
+    if others and not (isinstance(elsewhere, str) and elsewhere):
+        raise KnowledgeError(f"{where}.elsewhere must name the problem an other library's error is")
+    code = _patterns(value.get("code", ()), f"{where}.code")
+    answer = _patterns(value.get("answer", ()), f"{where}.answer")
+    return Context(
+        tokenizer=tokenizer,
+        code=code[0] if code else None,
+        answer=answer[0] if answer else None,
+        others=others,
+        elsewhere=elsewhere if isinstance(elsewhere, str) else None,
+        bare=_confidence(value.get("bare", "low"), f"{where}.bare"),
+        reach=_reach(value.get("reach", 200), f"{where}.reach"),
+        quoted=_patterns(value.get("quoted", ()), f"{where}.quoted"),
+    )
+
+
+def _reach(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_REACH:
+        raise KnowledgeError(f"{where} must be a whole number of lines from 0 to {MAX_REACH}")
+    return value
+
+
+def check_patterns(raw: Mapping[str, Any], where: str) -> None:
+    """The regexes of one raw signature table, as `compile_signature` checks them; KnowledgeError if one
+    is refused. The loader runs this on a user's rules file."""
+    for name in PATTERN_FIELDS:
+        if name in raw:
+            _patterns(raw[name], f"{where}: field {name!r}")
+    if "cut_inside" in raw:
+        _patterns(raw["cut_inside"], f"{where}: field 'cut_inside'")
+    context = raw.get("context")
+    if isinstance(context, Mapping):
+        for name in ("code", "answer", "quoted"):
+            if name in context:
+                _patterns(context[name], f"{where}: field 'context.{name}'")
 
 
 def unmatched_lines(sig: Signature, lines: Iterable[str]) -> Iterator[str]:
@@ -211,6 +332,9 @@ def _patterns(value: Any, where: str) -> tuple[re.Pattern[str], ...]:
                 f"{item} ({text!r}) nests unbounded repetitions, which can backtrack catastrophically on "
                 "hostile lines; bound the inner one (e.g. {0,64})"
             )
+        problem = repetition_problem(text) or re2_problem(text)
+        if problem:
+            raise KnowledgeError(f"{item} ({text!r}) {problem}")
         compiled.append(pattern)
     return tuple(compiled)
 
@@ -279,6 +403,151 @@ def nested_unbounded(pattern: str) -> bool:
             stack[-1] = stack[-1] or inner
             last_group = inner
     return False
+
+
+LINE = 64 * 1024
+"""The longest message scan hands to a regex (scan cuts longer lines to their two ends; a test checks)."""
+LINE_BUDGET = 2**27
+"""Per line, at most this many ways to try a pattern (positions times paths at each): about a second of
+Python's `re` at worst, whatever the line holds. The bundled patterns stay below 2**24."""
+MAX_REPEAT = 1000
+"""RE2's limit (Loki's Go regexp and Vector's Rust regex have the same one): on one count, and on the
+product of the counts of nested repetitions, `(?:(?:ab{10}){10}){10}` being 1000."""
+
+
+@dataclass
+class _Group:
+    """What `repetition_problem` knows of a group (or of one atom) once read."""
+
+    varies: bool = False
+    """It contains a repetition whose count varies."""
+    product: int = 1
+    """The largest product of nested explicit counts inside."""
+    firsts: list[str | None] = field(default_factory=lambda: [None])
+    """Each alternative's first token."""
+    alternatives: bool = False
+    paths: float = 1.0
+    """An upper bound on the ways it can match at one position (a closed group: all its alternatives)."""
+    done: float = 0.0
+    """While open: the paths of its alternatives before the current one (whose are `paths`)."""
+    best: float = 0.0
+    """While open: the most paths of one of those alternatives."""
+
+
+def _count(quant: str) -> tuple[int, int | None]:
+    q = quant[:-1] if len(quant) > 1 and quant[-1] in "?+" else quant  # lazy or possessive
+    if q in ("*", "+", "?"):
+        return {"*": (0, None), "+": (1, None), "?": (0, 1)}[q]
+    low, comma, high = q[1:-1].partition(",")
+    lo = int(low or 0)
+    return lo, (int(high) if high else None) if comma else lo
+
+
+def repetition_problem(pattern: str) -> str | None:
+    """Why the pattern's repetitions are refused, or None: a count above MAX_REPEAT, nested counts whose
+    product is above it (both: RE2 refuses them, and Python's backtracking on them is unbounded), or a
+    repetition that varies in count (`*`, `+`, `{1,100}`) around another that varies, or around
+    alternatives that can start alike: `X(?:a{1,100}){1,100}Y` tries every way to split a run of `a`s
+    (hours on one 3 KB line), `(?:a|ab)*` every way to read one."""
+    stack = [_Group()]
+    last: _Group | None = None  # the atom a quantifier would apply to
+    for kind, text in _tokens(pattern):
+        top = stack[-1]
+        if kind == "quant" and last is not None:
+            low, high = _count(text)
+            count = high if high is not None else low
+            if count > MAX_REPEAT:
+                return f"repeats {count} times; RE2 (Loki, Vector) refuses counts above {MAX_REPEAT}: lower it"
+            if text[:1] == "{":
+                last.product *= max(count, 1)
+            if last.product > MAX_REPEAT:
+                return (f"nests repetitions {last.product} times over; RE2 (Loki, Vector) refuses more than "
+                        f"{MAX_REPEAT} (the product of nested counts): lower the counts")
+            before = last.paths  # already counted in `top` (once, as if not repeated)
+            last.paths = _repeat_paths(before, low, high)
+            varies = high is None or (low < high and high >= 2)
+            if varies and last.varies:
+                return ("repeats a varying number of times something that itself varies in length, which "
+                        "backtracks without bound on hostile lines; make one count fixed, e.g. a{3} or (?:ab){1,5}")
+            if varies and last.alternatives and not _distinct(last.firsts):
+                return ("repeats alternatives that can start with the same character, which backtracks "
+                        "without bound on hostile lines; make each alternative start differently")
+            last.varies = last.varies or high is None or low < high
+            top.varies = top.varies or last.varies
+            top.product = max(top.product, last.product)
+            top.paths *= last.paths / before
+            last = None
+            continue
+        if kind == "open":
+            stack.append(_Group())
+            last = None
+            continue
+        if kind == "alt":
+            top.alternatives = True
+            top.firsts.append(None)
+            top.done, top.best, top.paths = top.done + top.paths, max(top.best, top.paths), 1.0
+            last = None
+            continue
+        if kind == "close" and len(stack) > 1:
+            last = stack.pop()
+            # alternatives that start differently: at most one of them goes on at a position
+            last.paths = max(last.best, last.paths) if _distinct(last.firsts) else last.done + last.paths
+            stack[-1].varies = stack[-1].varies or last.varies
+            stack[-1].product = max(stack[-1].product, last.product)
+            _first(stack[-1], f"({id(last)}")
+            stack[-1].paths *= last.paths  # once; a quantifier after it scales this
+            continue
+        _first(top, text if kind in ("lit", "esc") else f"{kind}:{text}")
+        last = _Group()
+    top = stack[0]
+    cost = LINE * (max(top.best, top.paths) if _distinct(top.firsts) else top.done + top.paths)
+    if cost > LINE_BUDGET:
+        return (f"can take about {cost:.0e} steps on one {LINE // 1024} KiB line (the budget is {LINE_BUDGET:.0e}): "
+                "bound every repetition tightly, e.g. \\S{1,128} rather than \\S+ or .*")
+    return None
+
+
+def _repeat_paths(paths: float, low: int, high: int | None) -> float:
+    # each count from low to high is one more way to match, each iteration multiplies by the atom's ways
+    top = LINE if high is None else min(high, LINE)
+    if paths <= 1.0:
+        return float(max(top - low + 1, 1))
+    return min(paths ** min(top, 64), 1e300) * max(top - low + 1, 1)
+
+
+def _first(group: _Group, token: str) -> None:
+    if group.firsts[-1] is None:
+        group.firsts[-1] = token
+
+
+def _distinct(firsts: list[str | None]) -> bool:
+    # every alternative starts with a literal character of its own (an escape of punctuation included)
+    literal = [f for f in firsts if f is not None and len(f) <= 2 and (len(f) == 1 or not f[1:].isalnum())]
+    return len(literal) == len(firsts) and len({f[-1] for f in literal}) == len(literal)
+
+
+def re2_problem(pattern: str) -> str | None:
+    """What RE2 (google-re2, when installed) says about the pattern as `rules export` writes it for Loki
+    and Vector, or None. A pattern outside the export's whitelist is never exported: RE2 has no say.
+    Without google-re2 the limits above are the check (they are RE2's own); with it, RE2 has the last word."""
+    try:
+        import re2  # type: ignore[import-not-found]  # google-re2: the dev extra, optional at run time
+    except ImportError:
+        return None
+    from borrowguard.knowledge.export.dialects import Unsupported, to_re2  # here: export imports the loader
+
+    try:
+        rewritten = to_re2(pattern)
+    except Unsupported:
+        return None
+    options = re2.Options()
+    options.log_errors = False  # the refusal is ours to report, once
+    try:
+        re2.compile(rewritten, options)
+    except re2.error as exc:
+        reason = exc.args[0].decode("utf-8", "replace") if exc.args and isinstance(exc.args[0], bytes) else str(exc)
+        return f"is refused by RE2 (Loki, Vector), as rules export writes it: {reason}"
+    return None
 
 
 def bytes_safe(pattern: str) -> bool:

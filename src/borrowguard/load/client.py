@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 
 from borrowguard.load.faults import Fault, MismatchKind, blame
-from borrowguard.load.scenarios import BuiltRequest, Endpoint
+from borrowguard.load.scenarios import POOLING_ENDPOINTS, BuiltRequest, Endpoint
 from borrowguard.load.sse import SSEError, SSEParser
 
 MAX_BODY = 16 << 20  # a non-streamed answer larger than this is a broken server, not a chat completion
@@ -83,6 +83,7 @@ class ChatClient:
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._concurrency = concurrency
+        self.served: frozenset[str] = frozenset()  # the paths the preflight saw answer (load.faults.blame)
         self._session: aiohttp.ClientSession | None = None
         self.t0 = time.perf_counter()
 
@@ -127,7 +128,8 @@ class ChatClient:
             await self._attempt(request, out, started, remaining, {})
         out.latency = time.perf_counter() - started
         if not out.ok:
-            verdict = blame(out.status, out.message)
+            verdict = blame(out.status, out.message, plan.scenario, scale=request.scale,
+                            served=request.path in self.served)
             out.fault, out.mismatch = verdict.fault, verdict.mismatch
         return out
 
@@ -164,6 +166,9 @@ class ChatClient:
                 return
             if request.plan.endpoint in (Endpoint.TOKENIZE, Endpoint.DETOKENIZE):
                 self._read_tokenize(await _read_bounded(resp, MAX_BODY), out)
+                return
+            if request.plan.endpoint in POOLING_ENDPOINTS:
+                self._read_pooling(await _read_bounded(resp, MAX_BODY), out)
                 return
             # A streamed request may still get a plain JSON answer (some servers do that for errors).
             if _is_event_stream(resp) or (request.stream and resp.content_type != "application/json"):
@@ -221,8 +226,29 @@ class ChatClient:
                 self._clean("not JSON: " + raw[:120].decode("utf-8", "replace")),
             )
             return
-        if not isinstance(body, dict) or not isinstance(body.get("choices"), list):
-            out.error, out.message = BAD_JSON, "the answer has no `choices` list"
+        if isinstance(body, dict) and _is_error_object(body):  # a 200 that carries an error is a failure
+            out.error, out.message = STREAM_ERROR, self._clean(error_message(raw))
+            return
+        if not isinstance(body, dict) or not isinstance(body.get("choices"), list) or not body["choices"]:
+            out.error, out.message = BAD_JSON, "the answer has no `choices`"
+            return
+        _take_usage(body, out)
+
+    def _read_pooling(self, raw: bytes, out: Outcome) -> None:
+        """An embeddings / pooling / classify / score answer (`data`) or a rerank answer (`results`)."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            out.error, out.message = BAD_JSON, "the answer is not a JSON object"
+            return
+        if _is_error_object(body):
+            out.error, out.message = STREAM_ERROR, self._clean(error_message(raw))
+            return
+        items = body.get("results", body.get("data"))
+        if not isinstance(items, list) or not items:
+            out.error, out.message = BAD_JSON, "the answer has no `data` (or `results`) items"
             return
         _take_usage(body, out)
 
@@ -280,6 +306,11 @@ async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
         if size > limit:
             raise ValueError(f"the response body exceeded {limit} bytes")
     return b"".join(chunks)
+
+
+def _is_error_object(body: dict) -> bool:
+    """`{"object": "error", ...}` or `{"error": {...}}`: what some servers send with a 200."""
+    return body.get("object") == "error" or isinstance(body.get("error"), dict | str)
 
 
 def _is_event_stream(resp: aiohttp.ClientResponse) -> bool:

@@ -100,18 +100,51 @@ class Blame:
     mismatch: MismatchKind | None = None
 
 
-def blame(status: int | None, message: str | None) -> Blame:
-    """Classify one failed answer (an HTTP status and the server's error message)."""
+# vLLM 0.17 parses a forced tool call's generated arguments and answers 400 with the JSON parser's error when
+# `max_tokens` cut them (0.19+ answer 200 with `tool_calls: []`): the prompt was tokenized and generated.
+_CUT_TOOL_CALL = re.compile(r"Invalid JSON: EOF while parsing", re.IGNORECASE)
+
+
+# A 4xx whose message names a Python exception of the server's own code is a server bug, not our request.
+_SERVER_EXCEPTION = re.compile(
+    r"\b(TypeError|AttributeError|KeyError|IndexError|NameError|AssertionError|UnboundLocalError"
+    r"|ZeroDivisionError|NotImplementedError|RecursionError)\b"
+)
+MAX_OUTPUT_SENT = 512  # no request of ours asks for more output tokens than this
+MIN_SCALE_SENT = 0.02  # load.fit.MIN_SCALE: the smallest our prompts get
+
+
+def blame(status: int | None, message: str | None, scenario: str | None = None, *, scale: float = 1.0,
+          served: bool = False) -> Blame:
+    """Classify one failed answer: an HTTP status and the server's error message; `scenario` (which of ours
+    the request was), `scale` (the ContextFit scale it was built at) and `served` (the preflight saw its
+    endpoint answer) decide where a class is only a claim. A workload class holds only when the server's
+    own numbers bear it out: a 404 on an endpoint that answered the preflight, a "too long" whose numbers
+    say the prompt fits or that comes for our smallest prompts, a 4xx naming an exception of the server's
+    code — all the server's."""
     text = message or ""
     if TOKENIZER_PATTERN.search(text):
         return Blame(Fault.TOKENIZER)
-    if status is not None and 400 <= status < 500:
-        if status == 404:
-            return Blame(Fault.WORKLOAD, MismatchKind.NO_ENDPOINT)
-        for kind, pattern in _MISMATCH_PATTERNS:
-            if pattern.search(text):
-                return Blame(Fault.WORKLOAD, kind)
+    if scenario == "tools" and status == 400 and _CUT_TOOL_CALL.search(text):
+        return Blame(Fault.WORKLOAD, MismatchKind.TOOL_CALL_CUT)
+    if status is None or not 400 <= status < 500 or _SERVER_EXCEPTION.search(text):
+        return Blame(Fault.SERVER)
+    if status == 404:
+        return Blame(Fault.SERVER) if served else Blame(Fault.WORKLOAD, MismatchKind.NO_ENDPOINT)
+    for kind, pattern in _MISMATCH_PATTERNS:
+        if pattern.search(text):
+            if kind is MismatchKind.TOO_LONG and not _too_long_holds(text, scale):
+                return Blame(Fault.SERVER)
+            return Blame(Fault.WORKLOAD, kind)
     return Blame(Fault.SERVER)
+
+
+def _too_long_holds(message: str, scale: float) -> bool:
+    """A context-length refusal is ours only if its numbers do not contradict it and shrinking can help."""
+    if scale <= MIN_SCALE_SENT * 1.001:
+        return False  # refused at our smallest prompts: shrinking cannot fix it
+    length, tokens = context_numbers(message)
+    return not (length is not None and tokens is not None and tokens + MAX_OUTPUT_SENT < length)
 
 
 def context_numbers(message: str) -> tuple[int | None, int | None]:

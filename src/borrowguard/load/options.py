@@ -11,8 +11,12 @@ import re
 
 from borrowguard.errors import UserInputError
 
-SCENARIOS = ("text", "image", "tools", "tokenize")
-DEFAULT_MIX = "text=2,image=1,tools=1,tokenize=1"
+SCENARIOS = ("text", "image", "tools", "tokenize", "embed", "rerank", "score", "pooling", "classify")
+CHAT_MIX = "text=2,image=1,tools=1,tokenize=1"
+# The pooling scenarios (load.pooling) are in the default mix too: the preflight keeps those the server
+# serves, so an embedding or reranking server gets its own endpoints raced and a chat server loses nothing.
+POOLING_MIX = "embed=2,rerank=1,score=1,pooling=1,classify=1"
+DEFAULT_MIX = f"{CHAT_MIX},{POOLING_MIX}"
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}

@@ -28,10 +28,11 @@ from typing import Any
 
 from borrowguard._compat import StrEnum
 from borrowguard.data.tools import TOOLS
+from borrowguard.load import pooling
 from borrowguard.load.filler import tool_result, words
 from borrowguard.load.fit import ContextFit, ScenarioSize
 from borrowguard.load.images import FORMATS, data_url, make_image
-from borrowguard.load.options import DEFAULT_MIX, parse_mix
+from borrowguard.load.options import CHAT_MIX, parse_mix
 
 TRUNCATE_RANGE = (8, 192)
 # Not image requests: cutting a multimodal prompt can cut its image placeholders, which a healthy vLLM
@@ -40,6 +41,8 @@ TRUNCATABLE = frozenset({"text", "tools"})
 REPEAT_TRUNCATE = 48  # the repeat variant with a fixed truncate_prompt_tokens
 MAX_TOKENS = 16
 TOOL_MAX_TOKENS = 48  # a forced tool call must fit, or some servers answer 400 (vLLM 0.17)
+TOOL_MAX_TOKENS_BOUND = 96  # ... raised up to this when they do: random weights may never close a call, and
+# a bigger bound only makes the scenario slow (vLLM 0.17 on a CPU: requests past the drain at 384)
 BAD_WORDS = ("zebra", "quantum")
 TEXT_WORDS = (24, 60, 400, 900)
 IMAGE_WORDS = 200
@@ -54,13 +57,23 @@ class Endpoint(StrEnum):
     COMPLETION = "/v1/completions"
     TOKENIZE = "/tokenize"
     DETOKENIZE = "/detokenize"
+    # the pooling endpoints (load.pooling)
+    EMBEDDINGS = "/v1/embeddings"
+    SCORE = "/score"
+    RERANK = "/rerank"
+    V1_RERANK = "/v1/rerank"
+    POOLING = "/pooling"
+    CLASSIFY = "/classify"
+
+
+POOLING_ENDPOINTS = frozenset(Endpoint(p) for paths in pooling.SCENARIO_ENDPOINTS.values() for p in paths)
 
 
 @dataclass(frozen=True)
 class ScenarioSettings:
     """The knobs of the request mix (all from the CLI)."""
 
-    mix: dict[str, float] = field(default_factory=lambda: parse_mix(DEFAULT_MIX))
+    mix: dict[str, float] = field(default_factory=lambda: parse_mix(CHAT_MIX))  # the CLI adds POOLING_MIX
     image_sizes: tuple[tuple[int, int], ...] = ((256, 256), (720, 1280))
     images_per_request: int = 1
     tool_result_bytes: int = 2048
@@ -121,6 +134,12 @@ class RequestFactory:
         self._repeat_cache: dict[str, bytes] = {}
         self.completions = True  # the server has /v1/completions (the preflight says)
         self.detokenize = True  # ... and /detokenize
+        self.chat = True  # ... and /v1/chat/completions (a pooling server has not)
+        self.tool_max_tokens = TOOL_MAX_TOKENS  # raised when a forced tool call is cut (raise_tool_max_tokens)
+        # pooling scenario -> the endpoints of it the server serves (the preflight narrows them)
+        self.pooling_endpoints: dict[str, tuple[Endpoint, ...]] = {
+            name: tuple(Endpoint(p) for p in paths) for name, paths in pooling.SCENARIO_ENDPOINTS.items()
+        }
 
     @property
     def scenarios(self) -> list[str]:
@@ -132,6 +151,8 @@ class RequestFactory:
 
     def repeat_variants(self, scenario: str) -> list[str]:
         # "plain": no truncation; "trunc": a fixed truncation. A leak shows in either direction.
+        if scenario in pooling.POOLING_SCENARIOS:
+            return list(pooling.REPEAT_VARIANTS if self.settings.vllm_extensions else ("plain", "batch"))
         truncates = self.settings.vllm_extensions and scenario in TRUNCATABLE
         return ["plain", "trunc"] if truncates else ["plain"]
 
@@ -149,13 +170,16 @@ class RequestFactory:
         every = self.settings.repeat_every
         if every > 0 and (self._counts[scenario] - 1) % every == 0:  # the first one too: an early baseline
             variant = next(self._variants[scenario])
+            if scenario in pooling.POOLING_SCENARIOS:  # a repeat goes to one endpoint, always the same
+                return Plan(scenario, variant, seed=0, endpoint=self.pooling_endpoints[scenario][0],
+                            max_tokens=0, generation=generation)
             return Plan(
                 scenario,
                 variant,
                 seed=0,
                 truncate=REPEAT_TRUNCATE if variant == "trunc" else None,
                 endpoint=Endpoint.TOKENIZE if scenario == "tokenize" else Endpoint.CHAT,
-                max_tokens=TOOL_MAX_TOKENS if scenario == "tools" else MAX_TOKENS,
+                max_tokens=self.tool_max_tokens if scenario == "tools" else MAX_TOKENS,
                 generation=generation,
             )
         return self._unique(scenario, generation)
@@ -163,16 +187,19 @@ class RequestFactory:
     def _unique(self, scenario: str, generation: int) -> Plan:
         r, s = self._rng, self.settings
         ext = s.vllm_extensions
+        if scenario in pooling.POOLING_SCENARIOS:
+            endpoint = r.choice(self.pooling_endpoints[scenario])
+            return Plan(scenario, "unique", r.getrandbits(63), None, endpoint, 0, False, generation)
         truncate = None
         if ext and scenario in TRUNCATABLE and r.random() < s.truncate_share:
             truncate = r.randint(*TRUNCATE_RANGE)
         endpoint = Endpoint.CHAT
-        if scenario == "text" and r.random() < 0.5 and self.completions:
+        if scenario == "text" and self.completions and (r.random() < 0.5 or not self.chat):
             endpoint = Endpoint.COMPLETION
         elif scenario == "tokenize":
             endpoint = Endpoint.DETOKENIZE if r.random() < 0.3 and self.detokenize else Endpoint.TOKENIZE
         # max_tokens=1 moves vLLM 0.19's truncation length to the model's maximum: another queue.
-        max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else (1 if r.random() < 0.35 else MAX_TOKENS)
+        max_tokens = self.tool_max_tokens if scenario == "tools" else (1 if r.random() < 0.35 else MAX_TOKENS)
         bad_words = ext and scenario != "tokenize" and r.random() < s.bad_words_share
         return Plan(
             scenario, "unique", r.getrandbits(63), truncate, endpoint, max_tokens, bad_words, generation
@@ -191,11 +218,28 @@ class RequestFactory:
             self._repeat_cache[key] = data  # a benign race: both threads build the same bytes
         return BuiltRequest(plan, data, self._streams(plan), scale)
 
+    def raise_tool_max_tokens(self, context: int | None) -> bool:
+        """A forced tool call was cut by max_tokens: double the tools scenario's max_tokens, within
+        TOOL_MAX_TOKENS_BOUND and a quarter of the context. False when it is at its bound already."""
+        bound = min(TOOL_MAX_TOKENS_BOUND, context // 4) if context else TOOL_MAX_TOKENS_BOUND
+        wanted = min(bound, self.tool_max_tokens * 2)
+        if wanted <= self.tool_max_tokens:
+            return False
+        self.tool_max_tokens = wanted
+        return True
+
+    @staticmethod
+    def is_pooling(scenario: str) -> bool:
+        return scenario in pooling.POOLING_SCENARIOS
+
     def _streams(self, plan: Plan) -> bool:
         return self.settings.stream and plan.endpoint in (Endpoint.CHAT, Endpoint.COMPLETION)
 
     def body(self, plan: Plan, rng: random.Random | None, scale: float) -> dict[str, Any]:
         """The JSON body of `plan`; `rng=None` gives the fixed content of a repeat."""
+        if plan.scenario in pooling.POOLING_SCENARIOS:
+            return pooling.body(plan.scenario, self.model, rng, scale, plan.variant,
+                                extensions=self.settings.vllm_extensions)
         if plan.endpoint is Endpoint.DETOKENIZE:
             r = rng or random.Random(4)
             # ids below 256 exist in every byte-level and most other vocabularies
@@ -235,6 +279,8 @@ class RequestFactory:
 
     def probe_body(self, scenario: str, endpoint: Endpoint, scale: float) -> dict[str, Any]:
         """A small, valid request of `scenario` on `endpoint`, for the preflight."""
+        if scenario in pooling.POOLING_SCENARIOS:
+            return pooling.probe_body(scenario, self.model)
         max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else 1
         plan = Plan(scenario, "probe", seed=1, endpoint=endpoint, max_tokens=max_tokens)
         body = self.body(plan, random.Random(1), scale)
@@ -258,6 +304,8 @@ class RequestFactory:
 
     def largest(self, scenario: str, scale: float) -> dict[str, Any]:
         """The /tokenize body of the scenario's largest request at `scale` (images left out)."""
+        if scenario in pooling.POOLING_SCENARIOS:
+            return pooling.largest_prompt(self.model, scale)
         r = _Largest(0)
         messages = {"text": self._text, "image": self._image, "tools": self._tools, "tokenize": self._text}[
             scenario
@@ -352,6 +400,7 @@ class _Largest(random.Random):
 
 def _chars(body: dict[str, Any]) -> int:
     text = sum(len(m["content"]) for m in body.get("messages", []) if isinstance(m.get("content"), str))
+    text += len(body.get("prompt", "")) if isinstance(body.get("prompt"), str) else 0
     return text + len(json.dumps(body.get("tools", ""))) + 16 * len(body.get("messages", []))
 
 

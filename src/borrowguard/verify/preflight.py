@@ -16,7 +16,9 @@ import aiohttp
 
 from borrowguard.load.client import error_message
 from borrowguard.load.faults import FIXES, Fault, MismatchKind, blame, context_numbers
+from borrowguard.load.options import DEFAULT_MIX, parse_mix
 from borrowguard.load.scenarios import Endpoint, RequestFactory
+from borrowguard.verify.discovery import EndpointProbe, discover
 
 _MAX_BODY = 1 << 20
 _PROBE_SCALE = 0.05  # a probe is a small request of its scenario: it tests acceptance, not size
@@ -105,23 +107,21 @@ class Preflight:
                 target.server = "vllm"
 
     async def probe(self, factory: RequestFactory, target: Target) -> None:
-        """One small request per scenario and endpoint: what the server cannot take is skipped, not failed."""
-        endpoints = [
-            (endpoint, "tokenize" if endpoint is not Endpoint.COMPLETION else "text")
-            for endpoint in (Endpoint.TOKENIZE, Endpoint.DETOKENIZE, Endpoint.COMPLETION)
-        ]
-        endpoints = [(e, s) for e, s in endpoints if s in factory.scenarios]
-        answers = await asyncio.gather(*(self._answers(factory, s, e) for e, s in endpoints))
-        target.endpoints.update({str(e): ok for (e, _), ok in zip(endpoints, answers)})
+        """One small request per endpoint the mix needs, then per scenario the server may refuse: what the
+        server does not serve or cannot take is skipped, not failed."""
+        probes = await discover(self.post, self._discovery_bodies(factory))
+        target.endpoints.update({path: p.served for path, p in probes.items()})
         factory.completions = target.endpoints.get(str(Endpoint.COMPLETION), True)
         factory.detokenize = target.endpoints.get(str(Endpoint.DETOKENIZE), True)
+        factory.chat = target.endpoints.get(str(Endpoint.CHAT), True)
+        self._drop_unserved(factory, target, probes)
         if "tokenize" in factory.scenarios and not (
             target.endpoints.get(str(Endpoint.TOKENIZE)) or target.endpoints.get(str(Endpoint.DETOKENIZE))
         ):
             self._skip(
                 factory, target, "tokenize", f"no /tokenize endpoint: {FIXES[MismatchKind.NO_ENDPOINT]}"
             )
-        probed = [s for s in ("image", "tools") if s in factory.scenarios]
+        probed = [s for s in ("image", "tools") if s in factory.scenarios and factory.chat]
         refusals = await asyncio.gather(*(self._refused(factory, s, target) for s in probed))
         for scenario, why in zip(probed, refusals):
             if why:
@@ -129,13 +129,49 @@ class Preflight:
         for scenario in factory.scenarios:
             target.scenarios.setdefault(scenario, "accepted")
 
-    async def _answers(self, factory: RequestFactory, scenario: str, endpoint: Endpoint) -> bool:
-        body = factory.probe_body(scenario, endpoint, _PROBE_SCALE)
-        try:
-            status, _, _ = await self.post(str(endpoint), body)
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
-            return False
-        return status not in (404, 405)
+    @staticmethod
+    def _discovery_bodies(factory: RequestFactory) -> dict[str, dict[str, Any]]:
+        """A tiny valid body per endpoint that a scenario of the mix would use."""
+        scenarios = set(factory.scenarios)
+        bodies: dict[str, dict[str, Any]] = {}
+        if scenarios & {"text", "image", "tools"}:
+            bodies[str(Endpoint.CHAT)] = factory.probe_body("text", Endpoint.CHAT, _PROBE_SCALE)
+        if "text" in scenarios:
+            bodies[str(Endpoint.COMPLETION)] = factory.probe_body("text", Endpoint.COMPLETION, _PROBE_SCALE)
+        if "tokenize" in scenarios:
+            for endpoint in (Endpoint.TOKENIZE, Endpoint.DETOKENIZE):
+                bodies[str(endpoint)] = factory.probe_body("tokenize", endpoint, _PROBE_SCALE)
+        for scenario in scenarios:
+            if factory.is_pooling(scenario):
+                for endpoint in factory.pooling_endpoints[scenario]:
+                    bodies[str(endpoint)] = factory.probe_body(scenario, endpoint, _PROBE_SCALE)
+        return bodies
+
+    def _drop_unserved(self, factory: RequestFactory, target: Target, probes: dict[str, EndpointProbe]) -> None:
+        """Scenarios none of whose endpoints is served are not sent. Those the default mix added on the
+        chance that the server serves them leave no trace but `target.endpoints`; any other is skipped with
+        what the server said."""
+        default = factory.settings.mix == parse_mix(DEFAULT_MIX)
+        chat = probes.get(str(Endpoint.CHAT))
+        for scenario in list(factory.scenarios):
+            if factory.is_pooling(scenario):
+                served = tuple(e for e in factory.pooling_endpoints[scenario]
+                               if probes.get(str(e)) is None or probes[str(e)].served)
+                if served:
+                    factory.pooling_endpoints[scenario] = served
+                    continue
+                why = "; ".join(probes[str(e)].why for e in factory.pooling_endpoints[scenario])
+            elif scenario in ("image", "tools") or (scenario == "text" and not factory.completions):
+                if chat is None or chat.served:
+                    continue
+                why = chat.why
+            else:
+                continue
+            if default and factory.is_pooling(scenario):
+                if len(factory.scenarios) > 1:
+                    factory.drop(scenario)
+            else:
+                self._skip(factory, target, scenario, f"not served: {why}")
 
     async def _refused(self, factory: RequestFactory, scenario: str, target: Target) -> str | None:
         body = factory.probe_body(scenario, Endpoint.CHAT, _PROBE_SCALE)
@@ -177,7 +213,9 @@ class Preflight:
                 except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
                     status, answer = 0, None
                 count = answer.get("count") if isinstance(answer, dict) else None
-                if status == 200 and isinstance(count, int):
+                # A count beyond one token per byte of the body (plus room for a template) is not a count.
+                plausible = isinstance(count, int) and 0 < count <= len(json.dumps(body)) + 4096
+                if status == 200 and plausible:
                     counts[json.dumps(body, sort_keys=True)] = float(count)
         factory.estimate_all(counts)
         self.drop_unfit(factory, target)

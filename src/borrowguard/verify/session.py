@@ -87,6 +87,8 @@ class Session:
         self.metrics: Metrics | None = None
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
+        self.tool_calls_cut = 0
+        self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer  # tools requests whose forced call our max_tokens cut (tokenized fine)
         self.notes: list[str] = []
         self.own_signals = True  # a fleet run handles signals once, for all its sessions
 
@@ -155,6 +157,13 @@ class Session:
             )
             if exposure:
                 self.notes.append(exposure)
+            if self.tool_calls_cut:
+                self.notes.append(
+                    f"{self.tool_calls_cut} tools request(s) had their forced tool call cut by our max_tokens "
+                    f"(the server answered 400 'Invalid JSON: EOF while parsing', as vLLM 0.17 does): they were "
+                    f"tokenized and generated, so they count as exercised, never against the server; max_tokens "
+                    f"of the tools scenario ended at {factory.tool_max_tokens}"
+                )
         except PreflightError as exc:
             return str(exc)
         finally:
@@ -185,6 +194,7 @@ class Session:
             factory.fit.max_model_len = target.max_model_len
         await pre.measure(factory, target)
         self.factory = factory
+        self.served = frozenset(path for path, ok in target.endpoints.items() if ok)
         return factory
 
     async def _level(
@@ -222,6 +232,7 @@ class Session:
         plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
         async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
                               api_key=self.api_key) as client:
+            client.served = self.served
             self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
                                on_outcome=self._on_outcome)
             ticker = asyncio.create_task(self._tick(concurrency))
@@ -280,6 +291,9 @@ class Session:
         fit = self.factory.fit if self.factory is not None else None
         if fit is None:
             return
+        if outcome.mismatch is MismatchKind.TOOL_CALL_CUT:
+            self._tool_call_cut(outcome)
+            return
         if outcome.fault is Fault.WORKLOAD and outcome.mismatch is MismatchKind.TOO_LONG:
             length, tokens = context_numbers(outcome.message or "")
             if length and self.config.max_model_len is None:
@@ -288,8 +302,18 @@ class Session:
                 fit.observed(outcome.scenario, outcome.scale, tokens)
             elif fit.budget is not None:
                 fit.observed(outcome.scenario, outcome.scale, int(fit.budget * 2))
-        elif outcome.ok and outcome.prompt_tokens:
+        elif outcome.ok and outcome.prompt_tokens and not RequestFactory.is_pooling(outcome.scenario):
+            # (a pooling answer counts every input of a batch, and truncated ones: not one prompt's size)
             fit.observed(outcome.scenario, outcome.scale, outcome.prompt_tokens)
+
+    def _tool_call_cut(self, outcome: Outcome) -> None:
+        """Our max_tokens cut a forced tool call (vLLM 0.17's 400 "Invalid JSON: EOF while parsing"): the prompt
+        was tokenized and generated, so the request exercised the tokenizer; raise max_tokens, within a bound."""
+        assert self.factory is not None
+        self.tool_calls_cut += 1
+        if self.factory.raise_tool_max_tokens(self.factory.fit.max_model_len):
+            self.factory.fit.max_tokens = max(self.factory.fit.max_tokens, self.factory.tool_max_tokens)
+            self.factory.fit.plan()
 
     def _on_finding(self, finding: Finding) -> None:
         if self.metrics is not None:

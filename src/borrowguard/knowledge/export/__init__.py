@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge.export import elasticsearch, loki, markdown, vector
+from borrowguard.knowledge.export.safety import check_knowledge, check_line, check_output
 from borrowguard.knowledge.loader import KnowledgeBase
 
 FORMATS = ("loki", "prometheus", "elasticsearch", "opensearch", "vector", "markdown")
@@ -34,9 +35,20 @@ class Options:
 
 
 def export(kb: KnowledgeBase, fmt: str, options: Options = Options()) -> str:
-    """The export of `kb` in `fmt`; UserInputError for an option that does not fit the format."""
+    """The export of `kb` in `fmt`; UserInputError for an option that does not fit the format, or for
+    any text (an option, a rule's id or title...) with a character that would end a line of it."""
     if fmt not in FORMATS:
         raise UserInputError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
+    for option, value in (("--selector", options.selector), ("--window", options.window),
+                          ("--field", options.field), ("--input", options.source)):
+        if value is not None:
+            check_line(value, option)
+    check_line(options.command, "the command in the header")
+    check_knowledge(kb)
+    return check_output(_export(kb, fmt, options), fmt)
+
+
+def _export(kb: KnowledgeBase, fmt: str, options: Options) -> str:
     _only(options.selector is not None, fmt, ("loki", "prometheus"), "--selector")
     _only(options.field is not None, fmt, ("elasticsearch", "opensearch", "vector"), "--field")
     _only(options.source is not None, fmt, ("vector",), "--input")

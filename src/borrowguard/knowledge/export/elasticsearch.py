@@ -14,13 +14,13 @@ for an alert rule (Kibana's Elasticsearch query rule, an OpenSearch per-query mo
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge.export.dialects import to_lucene
 from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
+from borrowguard.knowledge.export.safety import json_text
 from borrowguard.knowledge.loader import KnowledgeBase
 
 DEFAULT_FIELD = "message.keyword"
@@ -98,4 +98,4 @@ def export(kb: KnowledgeBase, engine: str, field: str, window: str, command: str
             },
         },
     }
-    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    return json_text(doc)

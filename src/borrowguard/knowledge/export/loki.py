@@ -15,6 +15,7 @@ from borrowguard.errors import UserInputError
 from borrowguard.knowledge.export import _yaml
 from borrowguard.knowledge.export.dialects import to_re2
 from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
+from borrowguard.knowledge.export.safety import shown
 from borrowguard.knowledge.loader import KnowledgeBase
 
 _VALUE = r'(?:"(?:[^"\\\n]|\\.)*"|`[^`]*`)'
@@ -30,7 +31,7 @@ def check_selector(selector: str) -> str:
     selector = selector.strip()
     if not _SELECTOR.fullmatch(selector):
         raise UserInputError(
-            f"--selector {selector!r} is not a LogQL stream selector; write it as Loki does, with the "
+            f"--selector {shown(selector)} is not a LogQL stream selector; write it as Loki does, with the "
             "braces, e.g. --selector '{app=\"vllm\"}' or '{namespace=\"llm\", container=~\"vllm.*\"}'"
         )
     return selector

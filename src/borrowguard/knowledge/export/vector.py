@@ -21,6 +21,7 @@ from borrowguard.errors import UserInputError
 from borrowguard.knowledge.export import _yaml
 from borrowguard.knowledge.export.dialects import to_re2
 from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
+from borrowguard.knowledge.export.safety import vrl_string
 from borrowguard.knowledge.loader import KnowledgeBase
 
 DEFAULT_FIELD = "message"
@@ -74,7 +75,7 @@ def program(kb: KnowledgeBase, field: str) -> str:
         "ids = []",
     ]
     for rule in p.rules:
-        lines.append(f"if {condition(rule)} {{ ids = push(ids, \"{rule.problem.id}\") }}")
+        lines.append(f"if {condition(rule)} {{ ids = push(ids, {vrl_string(rule.problem.id)}) }}")
     lines.append(f"if length(ids) > 0 {{ .{TAG} = ids }}")
     return "\n".join(lines)
 

@@ -1,0 +1,52 @@
+"""A real vLLM 0.19.1 embedding server (`vllm serve TINY_QWEN2 --runner pooling --convert embed`, 4 renderer
+workers), unguarded and guarded, checked by `borrowguard verify` with its default options.
+
+On a pooling server chat and completions do not exist (404): verify's preflight finds what is served —
+/v1/embeddings, /pooling, /score, /rerank, /v1/rerank, /tokenize (not /classify) — and races those with the
+shapes that collide (load/pooling.py). Unguarded, two renderer threads tokenize with different truncation
+(`truncate_prompt_tokens` N, -1 = the model's maximum, none) and vLLM answers 500 "Already borrowed".
+
+Measured here (30 s at concurrency 16, 2 busy cores, see the report of issue 23): unguarded 12 to 36
+tokenizer-caused failures per 30 s, guarded 0 of 324. THRESHOLD asks for a few, never a single hit.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from verify_cli import counts_line, verify
+from vllm_serve_harness import POOLING_ARGS
+
+VERIFY_S = os.environ.get("BORROWGUARD_VLLM_SERVE_VERIFY_S", "30")
+THRESHOLD = 3
+SERVED = {"/v1/embeddings", "/pooling", "/score", "/rerank", "/v1/rerank", "/tokenize", "/detokenize"}
+
+
+@pytest.fixture(scope="module", params=["unguarded", "guarded"])
+def pooling_server(request, start_vllm, tiny_text):
+    with start_vllm(guarded=request.param == "guarded", name=f"pooling-{request.param}", model=tiny_text,
+                    multimodal=False, tool_parser=False, extra_args=POOLING_ARGS) as srv:
+        yield srv
+
+
+def test_verify_with_default_options_on_an_embedding_server(pooling_server):
+    code, doc = verify(pooling_server, VERIFY_S)
+    summary = doc["levels"][0]["summary"]
+    print("\n" + counts_line(f"vllm 0.19.1 pooling {'guarded' if pooling_server.guarded else 'unguarded'}", doc))
+    endpoints = doc["target"]["endpoints"]
+    assert {p for p, ok in endpoints.items() if ok} == SERVED, endpoints
+    assert not endpoints["/v1/chat/completions"] and not endpoints["/classify"], endpoints
+    # what ran: the pooling scenarios and /tokenize; the chat ones were skipped as not served
+    assert set(summary["scenarios"]) == {"tokenize", "embed", "rerank", "score", "pooling"}, doc["target"]
+    assert all(doc["target"]["scenarios"][s].startswith("skipped: not served") for s in ("text", "image", "tools"))
+    assert "workload" not in summary["errors_by_fault"], summary["errors_by_status"]
+    assert summary["requests"] > 60, summary  # a run that did too little proves nothing
+    if pooling_server.guarded:
+        assert (code, doc["verdict"]) == (0, "PASS"), doc["reasons"]
+        assert summary["ok"] == summary["requests"]
+    else:
+        assert (code, doc["verdict"]) == (1, "FAIL"), doc["reasons"]
+        assert doc["reasons"][0]["code"] == "tokenizer-errors", doc["reasons"]
+        assert summary["errors_by_fault"].get("tokenizer", 0) >= THRESHOLD, summary["errors_by_fault"]
+        assert doc["log"]["finding_counts"].get("tokenizer-already-borrowed", 0) >= THRESHOLD

@@ -1,0 +1,27 @@
+"""`borrowguard verify` run as a user would against a real server of these tests, its JSON read back."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from typing import Any
+
+
+def verify(server: Any, seconds: str, *extra: str) -> tuple[int, dict]:
+    """Default options but --url, --log and the duration; (exit code, the --json document)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "borrowguard", "verify", "--url", server.base_url, "--log", str(server.log_path),
+         "-d", seconds, "-c", "16", "--json", *extra],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert proc.stdout, proc.stderr[-3000:]
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def counts_line(label: str, doc: dict) -> str:
+    """One line with every count the run produced: what the report of a real-server run quotes."""
+    summary = doc["levels"][0]["summary"]
+    scenarios = {k: v["statuses"] for k, v in summary["scenarios"].items()}
+    return (f"{label}: {doc['verdict']}, {summary['requests']} requests, {summary['ok']} ok, {scenarios}, "
+            f"faults {summary['errors_by_fault']}, log findings {doc['log']['finding_counts']}")
