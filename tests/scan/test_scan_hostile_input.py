@@ -224,4 +224,30 @@ def test_accelerated_and_stdlib_search_give_the_same_findings(monkeypatch: pytes
     for sc in (quick, plain):
         sc.scan_stream(io.BytesIO(data), "x")
     assert quick.result().to_dict() == plain.result().to_dict()
-    assert len(quick.result().findings) == 8
+    assert len(quick.result().findings) == 9  # every scan id, and another library's borrow error
+
+
+def test_runs_of_traceback_openers_read_as_the_line_path_reads_them() -> None:
+    # the bulk reader applies a run of identical bare openers at once: the same lines, findings, timestamps
+    opener = "Traceback (most recent call last):\n"
+    prefixed = "(APIServer pid=7) ERROR 07-07 20:12:45 [serving_chat.py:240] Traceback (most recent call last):\n"
+    body = (
+        opener * 3000 + prefixed * 2000
+        + "(APIServer pid=7) ERROR 07-07 20:12:46 [serving_chat.py:240] Traceback (most recent call last):\n"
+        + '(APIServer pid=7) ERROR 07-07 20:12:46 [serving_chat.py:240]   File "/v/transformers/tokenization_utils_fast.py", '
+        "line 494, in set_truncation_and_padding\n"
+        + "(APIServer pid=7) ERROR 07-07 20:12:46 [serving_chat.py:240] RuntimeError: Already borrowed\n"
+        + opener * 1000 + "RuntimeError: Already borrowed\n"
+    ).encode()
+    bulk = Scanner()
+    bulk.scan_stream(io.BytesIO(body), "x")
+    line = Scanner()
+    for raw in body.splitlines():
+        line.feed(raw, "x")
+    line.finish()
+    a, b = bulk.result(), line.result()
+    assert a.lines == b.lines == body.count(b"\n")
+    assert [f.to_dict() for f in a.findings] == [f.to_dict() for f in b.findings]
+    assert [(f.id, f.count, f.first.line_no, f.first.timestamp) for f in a.findings] == [
+        ("tokenizer-already-borrowed", 2, 5003, "07-07 20:12:46")
+    ]

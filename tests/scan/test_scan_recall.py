@@ -47,6 +47,11 @@ def found(result: ScanResult) -> dict[str, str]:
 CASES = [read_case(p) for p in FILES]
 
 
+def cases(directory: str) -> list[Case]:
+    """The excerpts of one set (a directory of tests/fixtures/logs/ with positive/ and near-miss/)."""
+    return [read_case(p) for p in sorted((ROOT.parent / directory).glob("*/*.log"))]
+
+
 def test_the_set_is_big_enough_and_every_file_is_cited() -> None:
     assert len(CASES) >= 40
     families = {"tokenizer-already-borrowed", "engine-dead", "nccl-failure", "mm-cache-desync"}

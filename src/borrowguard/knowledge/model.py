@@ -41,10 +41,33 @@ class Confidence(StrEnum):
         return {Confidence.HIGH: Confidence.MEDIUM}.get(self, Confidence.LOW)
 
 
+class Kind(StrEnum):
+    """What sort of problem a rule is about: what other rooms ask the knowledge base for ("which log
+    findings are the tokenizer race?", "which one is an engine death?") instead of naming ids."""
+
+    TOKENIZER_RACE = "tokenizer-race"
+    """The tokenizer thread race itself, or a server's path into it."""
+    ENGINE_DEATH = "engine-death"
+    HANG = "hang"
+    COLLECTIVE = "collective"
+    """NCCL and the collectives built on it."""
+    CACHE = "cache"
+    MEMORY = "memory"
+    HTTP_STATUS = "http-status"
+    VERSION = "version"
+    """Versions that do not fit together (no race of their own)."""
+    INFO = "info"
+    """A fact about the environment, not a problem (the guard is active, a version that cannot race)."""
+    NOT_THE_TOKENIZER = "not-the-tokenizer"
+    """A near miss worth saying: the same words, another cause (a PyO3 borrow error in another library)."""
+    OTHER = "other"
+
+
 _SEVERITY_RANK = {s: i for i, s in enumerate(Severity)}
 _CONFIDENCE_RANK = {c: i for i, c in enumerate(Confidence)}
 
 SEVERITIES = tuple(s.value for s in Severity)
+KINDS = tuple(k.value for k in Kind)
 CONFIDENCES = tuple(c.value for c in Confidence)
 
 

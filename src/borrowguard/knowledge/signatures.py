@@ -49,13 +49,52 @@ from borrowguard.knowledge.loader import KnowledgeBase, KnowledgeError
 from borrowguard.knowledge.model import Confidence, Severity
 
 PATTERN_FIELDS = ("message", "frames", "raises", "exclude", "stall", "resume")
-FIELDS = (*PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup")
+FIELDS = (
+    *PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup", "cut_inside", "says",
+    "context",
+)
+CONTEXT_FIELDS = ("tokenizer", "code", "answer", "others", "elsewhere", "bare", "reach", "quoted")
+MAX_REACH = 2000
 MIN_ANCHOR = 3
 PROBE_BELOW = 8
 """An anchor shorter than this is presumed common in healthy logs; see the module doc."""
 MAX_PATTERN = 400
 """Longer patterns are refused: real signatures are one short phrase; a huge one is a mistake or an attack."""
 DEFAULT_STALL_LINES = 50
+
+
+@dataclass(frozen=True)
+class Context:
+    """Whose error a matched line is, decided by what is around it (see rules.toml's context tables)."""
+
+    tokenizer: tuple[str, ...]
+    """Literals that say "the problem itself" in its traceback, its line or the lines around it."""
+    code: re.Pattern[str] | None
+    """A quoted source line of its traceback that calls the tokenizer."""
+    answer: re.Pattern[str] | None
+    """Its own line is an HTTP answer carrying the error."""
+    others: tuple[tuple[str, tuple[str, ...]], ...]
+    """(library, literals): the context names another library: not this problem but `elsewhere`."""
+    elsewhere: str | None
+    bare: Confidence
+    """The confidence of a line with no context at all."""
+    reach: int
+    quoted: tuple[re.Pattern[str], ...] = ()
+    """Source code quoting the words: not an occurrence."""
+
+    def literals(self) -> tuple[str, ...]:
+        return (*self.tokenizer, *(a for _, names in self.others for a in names))
+
+    def library(self, text: str) -> str | None:
+        """The other library `text` names, if any."""
+        for name, literals in self.others:
+            if any(a in text for a in literals):
+                return name
+        return None
+
+    def tokenizer_in(self, text: str) -> str | None:
+        """The tokenizer literal `text` holds, if any."""
+        return next((a for a in self.tokenizer if a in text), None)
 
 
 @dataclass(frozen=True)
@@ -82,6 +121,11 @@ class Signature:
     """Regexes searched over raw bytes instead of their (short) anchors when no multi-pattern matcher is
     installed; `find_anchors` is then empty."""
     find_anchors: tuple[str, ...] = ()
+    cut_inside: re.Pattern[str] | None = None
+    """With `frames`: a cut traceback counts only when its last frame matches."""
+    says: str | None = None
+    """The evidence of an occurrence, in words."""
+    context: Context | None = None
 
     def excluded(self, text: str) -> bool:
         return any(p.search(text) for p in self.exclude)
@@ -93,11 +137,18 @@ class Signature:
 
 def compile_signatures(kb: KnowledgeBase) -> tuple[Signature, ...]:
     """Every signature of every problem in `kb`, compiled; KnowledgeError names the rule and field."""
-    return tuple(
+    signatures = tuple(
         compile_signature(problem.id, problem.severity, raw, index)
         for problem in kb
         for index, raw in enumerate(problem.signatures)
     )
+    for sig in signatures:
+        if sig.context is not None and sig.context.elsewhere is not None and sig.context.elsewhere not in kb:
+            raise KnowledgeError(
+                f"rule {sig.problem_id!r}: signature #{sig.index + 1}: field 'context.elsewhere' names unknown rule "
+                f"{sig.context.elsewhere!r}"
+            )
+    return signatures
 
 
 def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], index: int = 0) -> Signature:
@@ -115,6 +166,12 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
     if fields["resume"] and not fields["stall"]:
         raise KnowledgeError(f"{where}: field 'resume' only applies together with 'stall'")
     anchors = _declared_anchors(raw.get("anchors"), f"{where}: field 'anchors'")
+    cut_inside = _patterns(raw.get("cut_inside", ()), f"{where}: field 'cut_inside'")
+    if cut_inside and not fields["frames"]:
+        raise KnowledgeError(f"{where}: field 'cut_inside' only applies together with 'frames'")
+    context = _context(raw.get("context"), f"{where}: field 'context'") if "context" in raw else None
+    if context is not None and not fields["message"]:
+        raise KnowledgeError(f"{where}: field 'context' only applies together with 'message'")
     confidence = _confidence(raw.get("confidence", "high"), f"{where}: field 'confidence'")
     when_cut = _when_cut(raw.get("when_cut"), confidence, f"{where}: field 'when_cut'")
     starters = (*fields["message"], *fields["frames"][:1], *fields["stall"], *fields["resume"])
@@ -131,8 +188,47 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
         ignore_startup=_startup(raw.get("startup"), f"{where}: field 'startup'"),
         probes=tuple(p.pattern for p in starters) if probe else (),
         find_anchors=() if probe else anchors,
+        cut_inside=cut_inside[0] if cut_inside else None,
+        says=_optional_text(raw.get("says"), f"{where}: field 'says'"),
+        context=context,
         **fields,
     )
+
+
+def _context(value: Any, where: str) -> Context:
+    if not isinstance(value, Mapping):
+        raise KnowledgeError(f"{where} must be a table")
+    for name in value:
+        if name not in CONTEXT_FIELDS:
+            raise KnowledgeError(f"{where}.{name} is not a known field (known: {', '.join(CONTEXT_FIELDS)})")
+    tokenizer = _declared_anchors(value.get("tokenizer"), f"{where}.tokenizer")
+    others_raw = value.get("others", {})
+    if not isinstance(others_raw, Mapping):
+        raise KnowledgeError(f"{where}.others must be a table of LIBRARY = [literal...]")
+    others = tuple(
+        (str(name), _declared_anchors(literals, f"{where}.others.{name}")) for name, literals in others_raw.items()
+    )
+    elsewhere = value.get("elsewhere")
+    if others and not (isinstance(elsewhere, str) and elsewhere):
+        raise KnowledgeError(f"{where}.elsewhere must name the problem an other library's error is")
+    code = _patterns(value.get("code", ()), f"{where}.code")
+    answer = _patterns(value.get("answer", ()), f"{where}.answer")
+    return Context(
+        tokenizer=tokenizer,
+        code=code[0] if code else None,
+        answer=answer[0] if answer else None,
+        others=others,
+        elsewhere=elsewhere if isinstance(elsewhere, str) else None,
+        bare=_confidence(value.get("bare", "low"), f"{where}.bare"),
+        reach=_reach(value.get("reach", 200), f"{where}.reach"),
+        quoted=_patterns(value.get("quoted", ()), f"{where}.quoted"),
+    )
+
+
+def _reach(value: Any, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_REACH:
+        raise KnowledgeError(f"{where} must be a whole number of lines from 0 to {MAX_REACH}")
+    return value
 
 
 def check_patterns(raw: Mapping[str, Any], where: str) -> None:
@@ -141,6 +237,13 @@ def check_patterns(raw: Mapping[str, Any], where: str) -> None:
     for name in PATTERN_FIELDS:
         if name in raw:
             _patterns(raw[name], f"{where}: field {name!r}")
+    if "cut_inside" in raw:
+        _patterns(raw["cut_inside"], f"{where}: field 'cut_inside'")
+    context = raw.get("context")
+    if isinstance(context, Mapping):
+        for name in ("code", "answer", "quoted"):
+            if name in context:
+                _patterns(context[name], f"{where}: field 'context.{name}'")
 
 
 def unmatched_lines(sig: Signature, lines: Iterable[str]) -> Iterator[str]:

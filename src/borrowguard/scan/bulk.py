@@ -7,7 +7,9 @@ from borrowguard.scan.fast import TS_REACH, BlockScan
 from borrowguard.scan.model import Hit
 from borrowguard.scan.normalize import normalize
 from borrowguard.scan.state import SourceState
-from borrowguard.scan.tracebacks import Kind, classify
+from borrowguard.scan.tracebacks import BARE_HEADER, Kind, classify
+
+OPENER = b"Traceback (most recent call last)"
 
 
 class BulkReading:
@@ -50,6 +52,31 @@ class BulkReading:
             self._process(st, block[pos:stop])
             pos = stop + 1
 
+    def repeat_opener(self, st: SourceState, raw: bytes, count: int) -> bool:
+        """`raw`, just read, is repeated on the next `count` lines. When it is a bare traceback opener that
+        took the place of its bare window (see Scanner._process), the repeats do the same: applied at once.
+        False when the shortcut does not apply (they are read one by one)."""
+        line = normalize(raw)
+        win = st.windows.get(line.process)
+        if win is None or not win.bare() or line.message.rstrip() != BARE_HEADER or win.start_line != st.line_no:
+            return False
+        self._skip(st, count)
+        win.start_line, win.lines = st.line_no, 0
+        if line.timestamp is not None:
+            st.last_ts = (line.timestamp, st.line_no)
+        return True
+
+    def _repeats(self, st: SourceState, block: bytes, raw: bytes, pos: int) -> int:
+        """Past the copies of traceback opener `raw` that follow it (read in one step; see Scanner)."""
+        line = raw + b"\n"
+        count, at = 0, pos
+        while block.startswith(line, at):
+            count += 1
+            at += len(line)
+        if count and self.repeat_opener(st, raw, count):
+            return at
+        return pos
+
     def _skip(self, st: SourceState, lines: int) -> None:
         st.line_no += lines
         self._lines += lines
@@ -72,8 +99,11 @@ class BulkReading:
             while pos < end:
                 nl = block.find(b"\n", pos)
                 stop = end if nl == -1 else nl
-                self._process(st, block[pos:stop])
+                raw = block[pos:stop]
+                self._process(st, raw)
                 pos = stop + 1
+                if nl != -1 and OPENER in raw:
+                    pos = self._repeats(st, block, raw, pos)
                 if pos > candidate and not st.windows:
                     break
         if pos < end:

@@ -8,6 +8,9 @@ vLLM 0.17.1 to 0.21.0 under image, tool and bad_words load it never killed Engin
 only when EngineCore's own fatal traceback runs through tokenizer frames; otherwise the death's cause is
 EngineCore's own final exception, shown with it.
 
+The edges and the advice are the knowledge base's (`leads_to`, `leads_to_when_traced`, `advice` in
+rules.toml): this module only orders what was found by them.
+
 Each root also points at its environment causes through the knowledge base's `related` ids, so the remedy
 is the one written once there. Rules about particular vLLM versions or settings are shown only when the
 log's start-up lines say the server matches them.
@@ -20,34 +23,10 @@ from collections.abc import Sequence
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from borrowguard.knowledge import KnowledgeBase, Problem
+from borrowguard.knowledge import Kind, KnowledgeBase, Problem
 from borrowguard.knowledge.detect import server_condition, vllm_range
 from borrowguard.scan.model import ChainStep, LogFinding, Role
 from borrowguard.scan.startup import StartupFacts
-
-ENGINE_DEAD = "engine-dead"
-TOKENIZER = "tokenizer-already-borrowed"
-
-CAUSES: dict[str, tuple[str, ...]] = {
-    TOKENIZER: ("tokenizer-acquire-retry", "http-error-status", "mm-cache-desync", ENGINE_DEAD),
-    "tokenizer-acquire-retry": ("http-error-status",),
-    "mm-cache-desync": (ENGINE_DEAD, "http-error-status"),
-    "shm-broadcast-stall": ("nccl-failure", ENGINE_DEAD, "http-error-status"),
-    "nccl-failure": (ENGINE_DEAD, "http-error-status"),
-    "cuda-oom": (ENGINE_DEAD, "http-error-status"),
-    ENGINE_DEAD: ("http-error-status",),
-}
-"""Cause -> what it can lead to; TOKENIZER -> ENGINE_DEAD holds only when the death's traceback runs
-through tokenizer frames (see the module doc)."""
-
-_ADVICE = {
-    TOKENIZER: "fix the tokenizer race first; the retries and the 400/500 answers that follow from it go with it",
-    "tokenizer-acquire-retry": "the retries hide tokenizer borrow errors: fix the tokenizer race first",
-    "shm-broadcast-stall": "a rank is hanging; on aarch64 with NCCL 2.28.0-2.29.2 it is the NCCL proxy leak",
-    "mm-cache-desync": "the multimodal caches drifted; fix what made requests fail, then upgrade vLLM",
-    "nccl-failure": "fix NCCL first; the engine died because a collective failed",
-    "cuda-oom": "the GPU ran out of memory first; lower --gpu-memory-utilization or the batch size",
-}
 
 
 def build_chain(
@@ -56,15 +35,20 @@ def build_chain(
     """Found problems in causal order (ties: the order given, i.e. first occurrence), each root (nothing
     found explains it) followed by its environment causes. Empty when nothing was found."""
     present = {f.id: f for f in findings}
-    causes_of = {fid: tuple(c for c in _causes(fid, present) if c in present and c != fid) for fid in present}
+    death = kb.the(Kind.ENGINE_DEATH).id
+    causes_of = {
+        fid: tuple(c for c in _causes(fid, present, kb, death) if c in present and c != fid) for fid in present
+    }
     steps: list[ChainStep] = []
     env_seen: set[str] = set()
     for fid in _causal_order(present, causes_of):
         f = present[fid]
         if causes_of[fid]:
-            steps.append(ChainStep(fid, f.title, Role.CONSEQUENCE, causes_of[fid], _death_advice(f)))
+            steps.append(ChainStep(fid, f.title, Role.CONSEQUENCE, causes_of[fid], _death_advice(f, death)))
             continue
-        advice = _death_advice(f) or (_ADVICE.get(fid) if len(present) > 1 or f.related else None)
+        problem = kb.get(fid)
+        own = problem.advice if problem is not None else None
+        advice = _death_advice(f, death) or (own if len(present) > 1 or f.related else None)
         steps.append(ChainStep(fid, f.title, Role.ROOT, (), advice))
         for env in _environment(f, kb, server):
             if env.id not in env_seen:
@@ -91,15 +75,14 @@ def _version_specific(problem: Problem) -> bool:
     return vllm_range(detect) is not None or bool(detect.get("server"))
 
 
-def _causes(fid: str, present: dict[str, LogFinding]) -> list[str]:
-    causes = [c for c, effects in CAUSES.items() if fid in effects]
-    if fid == ENGINE_DEAD and not present[fid].via_tokenizer:
-        causes.remove(TOKENIZER)
-    return causes
+def _causes(fid: str, present: dict[str, LogFinding], kb: KnowledgeBase, death: str) -> tuple[str, ...]:
+    # a traced edge (a tokenizer error -> the engine's death) holds only when the death's traceback ran
+    # through the cause's frames, which the scanner tells for the engine death alone
+    return kb.causes_of(fid, traced=fid == death and present[fid].via_tokenizer)
 
 
-def _death_advice(f: LogFinding) -> str | None:
-    if f.id != ENGINE_DEAD:
+def _death_advice(f: LogFinding, death: str) -> str | None:
+    if f.id != death:
         return None
     if f.cause is None:
         return "EngineCore's own traceback, above the first occurrence, names the cause"
@@ -127,7 +110,7 @@ def _causal_order(present: dict[str, LogFinding], causes_of: dict[str, tuple[str
     remaining = list(present)
     while remaining:
         ready = [fid for fid in remaining if all(c in order for c in causes_of[fid])]
-        if not ready:  # a cycle cannot come from CAUSES, but never loop forever on one
+        if not ready:  # a user's rules file may make a cycle: never loop forever on one
             ready = remaining[:1]
         order.append(ready[0])
         remaining.remove(ready[0])

@@ -50,6 +50,8 @@ class Hit:
     text: str
     detail: str | None = None
     confidence: Confidence = Confidence.HIGH
+    evidence: str | None = None
+    """Why this problem and this confidence, in words (which context decided it), when a rule says."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -62,6 +64,7 @@ class Hit:
             "process": self.process,
             "excerpt": self.text,
             **({"detail": self.detail} if self.detail is not None else {}),
+            **({"evidence": self.evidence} if self.evidence is not None else {}),
         }
 
 
@@ -87,6 +90,8 @@ class LogFinding:
     details: Counter[str] = field(default_factory=Counter)
     confidence: Confidence = Confidence.LOW
     """The surest of its occurrences."""
+    evidence: str | None = None
+    """What made the surest occurrence that sure, in words."""
     cause: str | None = None
     """For an engine death: EngineCore's own final exception, when the log shows it."""
     via_tokenizer: bool = False
@@ -103,8 +108,9 @@ class LogFinding:
         if hit.detail is not None:
             key = hit.detail if hit.detail in self.details or len(self.details) < MAX_DETAILS else "other"
             self.details[key] += 1
-        if hit.confidence.rank > self.confidence.rank:
+        if hit.confidence.rank > self.confidence.rank or (self.evidence is None and hit.confidence is self.confidence):
             self.confidence = hit.confidence
+            self.evidence = hit.evidence if hit.evidence is not None else self.evidence
 
     def copy(self) -> LogFinding:
         return replace(self, processes=list(self.processes), details=Counter(self.details))
@@ -123,6 +129,7 @@ class LogFinding:
             "excerpt": self.first.text,
             "details": dict(self.details.most_common()),
             "cause": self.cause,
+            "evidence": self.evidence,
             "explanation": self.explanation,
             "remedies": list(self.remedies),
             "references": list(self.references),

@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any, AnyStr, NamedTuple
 
+from borrowguard.scan.shapes import python_line
+
 MAX_LINE = 64 * 1024
 """Longer lines keep their first and last HEAD bytes: headers and exception messages sit at the ends; the
 middle of a huge line is a prompt or a base64 image, never a failure signature."""
@@ -166,4 +168,5 @@ def normalize(raw: str | bytes) -> Line:
         text = text[m.end() :]
     if level == "WARN":
         level = "WARNING"
-    return Line(text, timestamp, level, " > ".join(labels) if labels else None)
+    # rich boxes and JSON stack frames read as the Python traceback lines they stand for (scan.shapes)
+    return Line(python_line(text), timestamp, level, " > ".join(labels) if labels else None)

@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from borrowguard.knowledge import KnowledgeBase
+from borrowguard.knowledge import Kind, KnowledgeBase
 from borrowguard.scan.model import Hit, LogFinding
 from borrowguard.scan.state import CAUSE_REACH, Ended, SourceState
 
-ENGINE_DEAD = "engine-dead"
 _NOT_A_CAUSE = re.compile(r"EngineDeadError|EngineCore encountered|died unexpectedly|CancelledError")
 """Exceptions that report the death itself (or a request it cancelled), not what caused it."""
 
@@ -35,11 +34,11 @@ def record(findings: dict[str, LogFinding], hit: Hit, kb: KnowledgeBase) -> None
     finding._note(hit)
 
 
-def engine_causes(findings: Mapping[str, LogFinding], sources: Mapping[str, SourceState]) -> None:
+def engine_causes(findings: Mapping[str, LogFinding], sources: Mapping[str, SourceState], kb: KnowledgeBase) -> None:
     """Give the engine death its cause: the last exception that ended one of EngineCore's own tracebacks
     near the first death (the same process when the death was logged by EngineCore or by a log without
     process labels; any EngineCore process when the API server reported it)."""
-    finding = findings.get(ENGINE_DEAD)
+    finding = findings.get(kb.the(Kind.ENGINE_DEATH).id)
     if finding is None or finding.cause is not None:
         return
     hit = finding.first

@@ -24,15 +24,18 @@ from typing import Any, BinaryIO
 from borrowguard.knowledge import KnowledgeBase, load
 from borrowguard.knowledge.model import Confidence
 from borrowguard.knowledge.signatures import Signature, compile_signatures, minimal_anchors
-from borrowguard.scan import fast, startup
+from borrowguard.scan import attribution, fast, startup
+from borrowguard.scan.attribution import Evidence
 from borrowguard.scan.bulk import BulkReading
 from borrowguard.scan.chain import build_chain
 from borrowguard.scan.fast import TS_REACH
 from borrowguard.scan.model import Hit, LogFinding, ScanResult, excerpt
 from borrowguard.scan.normalize import Line, normalize
 from borrowguard.scan.record import engine_causes, record
+from borrowguard.scan.shapes import unglue
 from borrowguard.scan.state import SourceState, Stall
 from borrowguard.scan.tracebacks import (
+    BARE_HEADER,
     MAX_WINDOW_LINES,
     MAX_WINDOWS,
     Kind,
@@ -50,8 +53,8 @@ class Scanner(BulkReading):
     """Matches log lines against the knowledge base's signatures.
 
     >>> sc = Scanner()
-    >>> [h.id for h in sc.feed("RuntimeError: Already borrowed", source="server.log")]
-    ['tokenizer-already-borrowed']
+    >>> [(h.id, h.confidence.value) for h in sc.feed('{"detail": "Already borrowed"}', source="server.log")]
+    [('tokenizer-already-borrowed', 'high')]
     """
 
     def __init__(self, kb: KnowledgeBase | None = None) -> None:
@@ -62,7 +65,10 @@ class Scanner(BulkReading):
         # would be common (stdlib only). The server watch's start-up lines are anchors too.
         # Traceback headers too: a traceback is then read whole from its first line, whichever block or
         # process interleaving it spans, as the per-line path reads it.
-        extra = (*startup.ANCHORS, TRACEBACK)
+        self._ctx_sigs = tuple(s for s in self.signatures if s.context is not None)
+        # the lines that attribute a match by its context are read too (see scan.attribution)
+        evidence = tuple(a for s in self._ctx_sigs for a in s.context.literals())  # type: ignore[union-attr]
+        extra = (*startup.ANCHORS, TRACEBACK, *evidence)
         search = fast.AnchorSearch(minimal_anchors(a.encode() for a in (*extra, *self._anchors("anchors"))))
         if search.accelerated:
             self.probes: tuple[str, ...] = ()
@@ -135,7 +141,7 @@ class Scanner(BulkReading):
             for st in self._sources.values():
                 for hit in self._pending_hits(st):
                     record(findings, hit, self.kb)
-            engine_causes(findings, self._sources)
+            engine_causes(findings, self._sources, self.kb)
             seen = [f for f in findings.values() if f.confidence.rank >= floor.rank]
             ordered = sorted(seen, key=lambda f: -f.severity.rank)  # stable: first occurrence breaks ties
             config = self._server.config()
@@ -149,7 +155,7 @@ class Scanner(BulkReading):
             )
 
     def _pending_hits(self, st: SourceState) -> list[Hit]:
-        hits = list(st.pending)
+        hits = list(st.pending) + attribution.pending(self.kb, st.attribution)
         for key, win in st.windows.items():
             hits += self._evaluate(st, key, win, None)
         return hits + self._stall_hits(st)
@@ -174,6 +180,13 @@ class Scanner(BulkReading):
             ts = st.last_ts[0] if st.last_ts is not None and n - st.last_ts[1] <= TS_REACH else None
         hits = self._record_all(st.due())
         win = st.windows.get(line.process)
+        if win is not None and win.bare() and line.message.rstrip() == BARE_HEADER:
+            # a second opener right after one: the first was a traceback of no lines, which counts nothing;
+            # this one takes its place (hostile logs of nothing but openers stay cheap)
+            win.start_line, win.lines = n, 0
+            return hits
+        if self._ctx_sigs:
+            hits += self._note_evidence(st, line, n)
         if classify(line.message) is Kind.OTHER and not (win is not None and win.flat and _flat_code(line)):
             # start-up lines are log messages, never the code quoted in a traceback
             phase = self._server.observe(line.message)
@@ -181,7 +194,14 @@ class Scanner(BulkReading):
                 hits += self._record_all(st.on_phase(phase))
         if self._stall_sigs:
             self._watch_stalls(st, line, n, ts)
-        return hits + self._traceback_step(st, line, n, ts)
+        parts = unglue(line.message) if "\\n" in line.message or "Traceback (" in line.message else None
+        if parts is None:
+            return hits + self._traceback_step(st, line, n, ts)
+        # a traceback held in one line (a JSON record's escapes, glued frames): its lines in order, one record
+        for part in parts:
+            hits += self._traceback_step(st, line._replace(message=part), n, ts)
+        win = st.windows.get(line.process)
+        return hits + (self._close(st, line.process, win, None) if win is not None else [])
 
     def _traceback_step(self, st: SourceState, line: Line, n: int, ts: str | None) -> list[Hit]:
         key = line.process
@@ -203,12 +223,20 @@ class Scanner(BulkReading):
                 win = None
         if win is None and kind in (Kind.HEADER, Kind.FRAME):
             win = self._open(st, key, n)
-        if win is not None and kind is not Kind.HEADER:
+        if kind is Kind.HEADER:
+            return hits  # a traceback's first line is never an occurrence (a glued one is split before)
+        if win is not None:
             # Frames and source lines are code, not messages: `if "Already borrowed" in str(e):` in a
             # traceback is not an occurrence. They only count through `frames`.
             if kind is Kind.FRAME:
                 win.flat = win.flat or message[:1] == "F"
                 win.tokenizer = win.tokenizer or tokenizer_frame(message)
+                win.last_frame = message
+            for sig in self._ctx_sigs:
+                seen = attribution.line_evidence(sig.context, message, code=kind is not Kind.FRAME)  # type: ignore[arg-type]
+                if seen is not None:
+                    win.evidence = seen  # the innermost one decides
+                    break
             self._advance(win, message, n, ts)
             return hits
         return hits + self._match(st, line, n, ts, win)
@@ -237,6 +265,7 @@ class Scanner(BulkReading):
     def _match(self, st: SourceState, line: Line, n: int, ts: str | None, win: Window | None) -> list[Hit]:
         message = line.message
         hits: list[Hit] = []
+        waiting: set[str] = set()
         for sig in self._message_sigs:
             if not any(a in message for a in sig.anchors):
                 continue
@@ -248,6 +277,8 @@ class Scanner(BulkReading):
                 continue
             if sig.excluded(message) or any(h.id == sig.problem_id for h in hits):
                 continue
+            if sig.context is not None and any(q.search(message) for q in sig.context.quoted):
+                continue
             if win is not None:
                 if sig.problem_id in win.counted:
                     continue
@@ -257,13 +288,31 @@ class Scanner(BulkReading):
                 sig.problem_id, sig.severity, st.name, n, ts, line.process, excerpt(message), detail,
                 sig.confidence,
             )
+            if sig.context is not None:
+                waiting.add(sig.problem_id)
+                decided = attribution.attribute(
+                    self.kb, st.attribution, sig, hit, message, win.evidence if win is not None else None
+                )
+                if decided is None:
+                    continue
+                hit = decided
             if sig.ignore_startup and st.starting is not False:
                 if st.starting is None:
                     st.hold(hit)  # counts once it is clear the server was not starting
                 continue
             hits.append(hit)
-        st.note_recent(line.process, n, {h.id for h in hits})
+        st.note_recent(line.process, n, {h.id for h in hits} | waiting)
         return self._record_all(hits)
+
+    def _note_evidence(self, st: SourceState, line: Line, n: int) -> list[Hit]:
+        """Remember a line that names the tokenizer or another library; the waiting matches it decides."""
+        att = st.attribution
+        for sig in self._ctx_sigs:
+            seen = attribution.line_evidence(sig.context, line.message, code=True)  # type: ignore[arg-type]
+            if seen is not None:
+                att.evidence.append(Evidence(n, line.process, seen[0], seen[1]))
+                break
+        return self._record_all(attribution.settle(self.kb, att, n)) if att.undecided else []
 
     def _evaluate(self, st: SourceState, key: str | None, win: Window, exc: str | None) -> list[Hit]:
         hits: list[Hit] = []
@@ -278,9 +327,17 @@ class Scanner(BulkReading):
             confidence = sig.confidence if exc is not None else sig.when_cut
             if confidence is None:
                 continue
+            if exc is None and sig.cut_inside is not None and not sig.cut_inside.search(win.last_frame):
+                continue
             counted.add(sig.problem_id)
             text = " | ".join(texts) + ("" if exc is not None else " | (cut before the exception)")
-            hits.append(Hit(sig.problem_id, sig.severity, st.name, n0, ts0, key, excerpt(text), sig.detail, confidence))
+            says = sig.says or (
+                "its traceback's frames and exception line" if exc is not None
+                else "its traceback's frames only: the excerpt is cut before the exception line"
+            )
+            hits.append(Hit(
+                sig.problem_id, sig.severity, st.name, n0, ts0, key, excerpt(text), sig.detail, confidence, says,
+            ))
         return hits
 
     def _close(self, st: SourceState, key: str | None, win: Window, exc: str | None) -> list[Hit]:
@@ -319,7 +376,7 @@ class Scanner(BulkReading):
         for key, win in list(st.windows.items()):
             hits += self._close(st, key, win, None)
         held, st.pending = st.pending, []
-        hits += self._record_all(held + self._stall_hits(st))
+        hits += self._record_all(held + self._stall_hits(st) + attribution.settle(self.kb, st.attribution, 0, end=True))
         st.stalls.clear()
         return hits
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from borrowguard.scan.attribution import Attribution
 from borrowguard.scan.model import Hit
 from borrowguard.scan.startup import Phase
 from borrowguard.scan.tracebacks import Window
@@ -60,6 +61,8 @@ class SourceState:
     ended: deque[Ended] = field(default_factory=lambda: deque(maxlen=MAX_EXCEPTIONS))
     chained_tokenizer: dict[str | None, int] = field(default_factory=dict)
     """Process -> line of the last traceback through tokenizer frames (a chained traceback inherits it)."""
+    attribution: Attribution = field(default_factory=Attribution)
+    """Evidence lines and matched lines waiting for theirs (scan.attribution)."""
     recent: dict[str | None, tuple[int, frozenset[str]]] = field(default_factory=dict)
     """Process -> (line, problem ids) of its latest occurrences, for the traceback that may follow."""
 

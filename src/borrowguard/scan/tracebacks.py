@@ -21,6 +21,9 @@ MAX_WINDOW_LINES = 2000
 MAX_WINDOWS = 64
 """Open tracebacks per source (one per process); the oldest is closed as cut beyond this."""
 
+BARE_HEADER = "Traceback (most recent call last):"
+"""A traceback's first line, alone."""
+
 _EXCEPTION = re.compile(r"[A-Za-z_][\w.]{0,200}(?::|$)")
 
 
@@ -71,6 +74,10 @@ class Window:
     """Opened by an unindented frame: unindented code lines follow (see the module doc)."""
     tokenizer: bool = False
     """A frame of this traceback is a fast tokenizer's."""
+    evidence: tuple[str | None, str] | None = None
+    """The innermost frame or source line naming the tokenizer (None) or another library, and what it said
+    (see scan.attribution)."""
+    last_frame: str = ""
     progress: dict[int, int] = field(default_factory=dict)
     """Signature index -> how many of its frames matched, in order."""
     frames_at: dict[int, tuple[int, str | None, list[str]]] = field(default_factory=dict)
@@ -80,3 +87,7 @@ class Window:
     context: set[str] = field(default_factory=set)
     """Problem ids counted by the log record this traceback belongs to (the message line just above it,
     or the traceback it is chained from): its frames do not count them again."""
+
+    def bare(self) -> bool:
+        """Nothing read but its opener: closing it would count nothing."""
+        return self.lines == 0 and not self.progress and not self.counted and self.evidence is None

@@ -1,0 +1,171 @@
+"""Whose error is a matched line: attribution by context, not by string.
+
+PyO3 raises "Already borrowed" for a borrow conflict on any Rust-backed object, so the words alone do not
+say "tokenizer". A signature with a context table (rules.toml) is decided by what is around the line, the
+nearest first:
+
+1. the traceback it ends: the innermost frame or quoted source line that names the tokenizer (or another
+   library) decides;
+2. its own line: a tokenizer literal, an HTTP answer's shape carrying it, another library's name;
+3. the lines of the same process within `reach` lines, above and below (a JSON stack trace lists its frames
+   after the exception): the nearest evidence wins.
+
+The tokenizer's evidence gives the problem itself at high confidence; another library's gives the
+`elsewhere` problem (info: "a PyO3 borrow error in LIBRARY — not the tokenizer race"); nothing at all gives
+the problem at the context's `bare` confidence (low). Each decision says its evidence in words. A line with
+nothing above it waits until `reach` more lines came (or the input ends) before it is decided.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field, replace
+
+from borrowguard.knowledge import Confidence, KnowledgeBase
+from borrowguard.knowledge.signatures import Context, Signature
+from borrowguard.scan.model import Hit, excerpt
+
+MAX_EVIDENCE = 64
+"""Evidence lines remembered per source (the nearest ones matter)."""
+MAX_UNDECIDED = 64
+BARE = "no context: a bare line (PyO3 raises these words for a borrow conflict on any Rust-backed object)"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    line_no: int
+    process: str | None
+    library: str | None
+    """None: the tokenizer's evidence; else the other library it names."""
+    text: str
+
+
+@dataclass
+class Undecided:
+    hit: Hit
+    signature: Signature
+
+
+@dataclass
+class Attribution:
+    """One source's evidence lines and the matched lines still waiting for theirs."""
+
+    evidence: deque[Evidence] = field(default_factory=lambda: deque(maxlen=MAX_EVIDENCE))
+    undecided: list[Undecided] = field(default_factory=list)
+
+
+def line_evidence(ctx: Context, text: str, *, code: bool = False) -> tuple[str | None, str] | None:
+    """(library or None for the tokenizer, what was seen) when `text` (a frame, a source line when `code`,
+    a log line) names the tokenizer or another library."""
+    literal = ctx.tokenizer_in(text)
+    if literal is not None:
+        return None, literal
+    if code and ctx.code is not None:
+        m = ctx.code.search(text)
+        if m is not None:
+            return None, m.group(0)
+    library = ctx.library(text)
+    if library is not None:
+        return library, library
+    return None
+
+
+def decide(kb: KnowledgeBase, hit: Hit, sig: Signature, evidence: tuple[str | None, str] | None, where: str) -> Hit:
+    """The hit as its evidence makes it: the problem (high), another library's (`elsewhere`), or bare."""
+    ctx = sig.context
+    assert ctx is not None
+    if evidence is None:
+        return replace(hit, confidence=ctx.bare, evidence=BARE)
+    library, seen = evidence
+    if library is None:
+        return replace(hit, confidence=Confidence.HIGH, evidence=excerpt(f"tokenizer context {where}: {seen}", 200))
+    other = kb.get(ctx.elsewhere or "")
+    if other is None:
+        return replace(hit, confidence=ctx.bare, evidence=BARE)
+    return replace(
+        hit,
+        id=other.id,
+        severity=other.severity,
+        detail=library,
+        confidence=Confidence.HIGH if where in (IN_TRACEBACK, ON_LINE) else Confidence.MEDIUM,
+        evidence=excerpt(f"a PyO3 borrow error in {library} — not the tokenizer race ({seen} {where})", 200),
+    )
+
+
+IN_TRACEBACK = "in its traceback"
+ON_LINE = "on its own line"
+
+
+def attribute(
+    kb: KnowledgeBase, att: Attribution, sig: Signature, hit: Hit, message: str,
+    in_traceback: tuple[str | None, str] | None,
+) -> Hit | None:
+    """`hit` decided by its context, or None when it must wait for the lines below (it then waits)."""
+    ctx = sig.context
+    assert ctx is not None
+    if in_traceback is not None:
+        return decide(kb, hit, sig, in_traceback, IN_TRACEBACK)
+    seen = line_evidence(ctx, message)
+    if seen is None and ctx.answer is not None:
+        m = ctx.answer.search(message)
+        seen = (None, f"an HTTP answer ({m.group(0).strip()})") if m is not None else None
+    if seen is not None:
+        return decide(kb, hit, sig, seen, ON_LINE)
+    ev = near(att, hit.process, hit.line_no - 1, ctx.reach)
+    if ev is not None:
+        return decide(kb, hit, sig, (ev.library, ev.text), above(ev, hit.line_no))
+    wait(att, hit, sig)
+    return None
+
+
+def near(att: Attribution, process: str | None, line_no: int, reach: int) -> Evidence | None:
+    """The nearest evidence above `line_no` of the same process, within `reach` lines."""
+    for ev in reversed(att.evidence):
+        if line_no - ev.line_no > reach:
+            return None
+        if ev.process == process and ev.line_no <= line_no:
+            return ev
+    return None
+
+
+def settle(kb: KnowledgeBase, att: Attribution, line_no: int, *, end: bool = False) -> list[Hit]:
+    """The waiting lines that are decided now: by evidence that came after them, or because `reach` lines
+    passed (or the input ended) without any."""
+    done: list[Hit] = []
+    keep: list[Undecided] = []
+    for u in att.undecided:
+        ctx = u.signature.context
+        assert ctx is not None
+        after = next(
+            (e for e in att.evidence if e.process == u.hit.process and 0 < e.line_no - u.hit.line_no <= ctx.reach),
+            None,
+        )
+        if after is not None:
+            done.append(decide(kb, u.hit, u.signature, (after.library, after.text), _lines_away(after, u.hit)))
+        elif end or line_no - u.hit.line_no > ctx.reach:
+            done.append(decide(kb, u.hit, u.signature, None, ""))
+        else:
+            keep.append(u)
+    att.undecided = keep
+    return done
+
+
+def pending(kb: KnowledgeBase, att: Attribution) -> list[Hit]:
+    """The waiting lines as they would be decided if the input ended now (nothing is changed)."""
+    copy = Attribution(deque(att.evidence, maxlen=MAX_EVIDENCE), list(att.undecided))
+    return settle(kb, copy, 0, end=True)
+
+
+def wait(att: Attribution, hit: Hit, sig: Signature) -> None:
+    if len(att.undecided) < MAX_UNDECIDED:
+        att.undecided.append(Undecided(hit, sig))
+
+
+def _lines_away(ev: Evidence, hit: Hit) -> str:
+    d = abs(ev.line_no - hit.line_no)
+    return f"{d} line{'s' if d != 1 else ''} {'below' if ev.line_no > hit.line_no else 'above'}"
+
+
+def above(ev: Evidence, line_no: int) -> str:
+    d = line_no - ev.line_no
+    return ON_LINE if d == 0 else f"{d} line{'s' if d != 1 else ''} above"

@@ -1,0 +1,109 @@
+"""Attribution by context, not by string, and traceback shapes beyond vLLM's (written for this project:
+tests/fixtures/logs/shapes/, each a shape or near miss seen in public threads, made small).
+
+"Already borrowed" is the tokenizer race when the context says tokenizer; another PyO3 library's is its own
+info finding; a bare line is the race at low confidence. Every case on both read paths.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+
+from borrowguard.knowledge import Kind, load
+from borrowguard.scan import Scanner, ScanResult
+
+SHAPES = Path(__file__).parents[1] / "fixtures" / "logs" / "shapes"
+KB = load()
+TOKENIZER = "tokenizer-already-borrowed"
+ELSEWHERE = KB.of_kind(Kind.NOT_THE_TOKENIZER)[0].id
+
+# fixture -> {id: (confidence, detail or None, a word the evidence must contain)}
+EXPECTED: dict[str, dict[str, tuple[str, str | None, str]]] = {
+    "bare_line.log": {TOKENIZER: ("low", None, "no context")},
+    "http_answer_body.log": {TOKENIZER: ("high", None, "HTTP answer")},
+    "rich_boxed.log": {TOKENIZER: ("high", None, "traceback")},
+    "sentry_json_frames.log": {TOKENIZER: ("high", None, "below")},
+    "json_record_escaped_traceback.log": {TOKENIZER: ("high", None, "traceback")},
+    "glued_one_line.log": {TOKENIZER: ("high", None, "traceback")},
+    "glued_one_line_cut.log": {TOKENIZER: ("medium", None, "cut before")},
+    "thread_pool_cut_in_tokenization.log": {TOKENIZER: ("medium", None, "thread pool")},
+    "watchfiles_reload.log": {ELSEWHERE: ("high", "watchfiles", "not the tokenizer race")},
+    "polars_two_threads.log": {ELSEWHERE: ("high", "polars", "not the tokenizer race")},
+    "pyo3_test_source.log": {},
+    "nccl_watchdog_new_wording.log": {"nccl-failure": ("high", None, "")},
+}
+
+
+def bulk(path: Path) -> ScanResult:
+    sc = Scanner()
+    sc.scan_stream(io.BytesIO(path.read_bytes()), path.name)
+    return sc.result()
+
+
+def line_by_line(path: Path) -> ScanResult:
+    sc = Scanner()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        sc.feed(line, path.name)
+    sc.finish()
+    return sc.result()
+
+
+def test_every_shape_fixture_is_listed() -> None:
+    assert sorted(p.name for p in SHAPES.iterdir()) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_each_shape_on_both_read_paths(name: str) -> None:
+    for result in (bulk(SHAPES / name), line_by_line(SHAPES / name)):
+        got = {f.id: f for f in result.findings}
+        assert set(got) == set(EXPECTED[name]), name
+        for problem, (confidence, detail, word) in EXPECTED[name].items():
+            f = got[problem]
+            assert f.confidence == confidence, (name, f.evidence)
+            assert (next(iter(f.details), None) if detail else None) == detail
+            assert word in (f.evidence or ""), (name, f.evidence)
+
+
+def test_another_library_never_raises_the_tokenizer_id_and_says_which() -> None:
+    finding = bulk(SHAPES / "watchfiles_reload.log").findings[0]
+    assert finding.severity == "info" and finding.to_dict()["evidence"].startswith(
+        "a PyO3 borrow error in watchfiles — not the tokenizer race"
+    )
+
+
+def test_a_bare_line_is_decided_once_the_lines_below_cannot_change_it() -> None:
+    sc = Scanner()
+    assert sc.feed("RuntimeError: Already borrowed", "s") == []  # waits: evidence may follow
+    assert [f.confidence for f in sc.result().findings] == ["low"]  # as if the input ended now
+    hits = []
+    for _ in range(sc.signatures[0].context.reach):  # type: ignore[union-attr]
+        hits += sc.feed("INFO nothing to see", "s")
+    hits += sc.feed("INFO one more", "s")
+    assert [(h.id, h.confidence) for h in hits] == [(TOKENIZER, "low")]
+
+
+def test_evidence_below_decides_a_waiting_line() -> None:
+    sc = Scanner()
+    assert sc.feed("RuntimeError: Already borrowed", "s") == []
+    hits = sc.feed('  File "/venv/watchfiles/main.py", line 120, in watch', "s")
+    assert [(h.id, h.detail) for h in hits] == [(ELSEWHERE, "watchfiles")]
+
+
+def test_the_tokenizer_frames_win_over_another_library_further_out() -> None:
+    # a tokenizer called inside another library's callback: the innermost frame decides
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/venv/polars/dataframe/frame.py", line 10, in map_rows',
+        "    return self._df.map_rows(function)",
+        '  File "/srv/app.py", line 3, in f',
+        "    return tok(row[0], truncation=True)",
+        "RuntimeError: Already borrowed",
+    ]
+    sc = Scanner()
+    for line in lines:
+        sc.feed(line, "s")
+    sc.finish()
+    assert [(f.id, f.confidence) for f in sc.result().findings] == [(TOKENIZER, "high")]

@@ -1,0 +1,55 @@
+"""The excerpts collected after the rules were written (tests/fixtures/logs/real-world-2/): a held-out set.
+
+The rules of commit d619709 were written first; these 30 excerpts from public threads (embedding, reranking
+and NER services, NCCL watchdogs, other PyO3 and Rust borrow errors) were collected afterwards, from sources
+that are not among the first set's, and measured once as they were: precision 0.90, recall 0.90. Then,
+said so: the one miss (torch's heartbeat-monitor wording, om-ai-lab/VLM-R1#257) became a rule, which gives
+0.91 / 1.00 on this same set (no longer held out for that wording). The one false alarm left is
+alps2_batch_encode_plus_frame_without_exception.log: a paste cut at the fast tokenizer's batch encode, in a
+thread about a TypeError, which the cut-frame rule reads as a borrow error (medium).
+
+    python bench/scan_recall.py --set after-rules --verbose
+
+Unlike the first set, a file here is not required to come out right (it is a measurement, not a
+specification); the set must stay well-formed, both read paths must agree, and the figures must not fall
+below what was measured when it was collected.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_scan_recall import CASES, Case, bulk, cases, found, line_by_line
+
+AFTER = cases("real-world-2")
+MEASURED_PRECISION = 0.90
+MEASURED_RECALL = 0.90
+
+
+def _repo(source: str) -> str:
+    return source.split()[0]
+
+
+def test_the_held_out_set_is_big_enough_cited_and_new() -> None:
+    assert len(AFTER) >= 30
+    first = {_repo(c.source) for c in CASES}
+    for case in AFTER:
+        assert case.source.split()[-1].startswith("https://"), case.path.name
+        assert _repo(case.source) not in first, f"{case.path.name}: its source is already in the first set"
+        assert (case.path.parent.name == "positive") == bool(case.expect), case.path.name
+        assert not case.reject & set(case.expect), case.path.name
+
+
+@pytest.mark.parametrize("case", AFTER, ids=lambda c: f"{c.path.parent.name}/{c.path.name}")
+def test_both_read_paths_agree(case: Case) -> None:
+    assert found(bulk(case)) == found(line_by_line(case))
+
+
+def test_precision_and_recall_do_not_fall_below_what_was_measured() -> None:
+    tp = fp = fn = 0
+    for case in AFTER:
+        got = set(found(bulk(case)))
+        tp += len(got & set(case.expect))
+        fn += len(set(case.expect) - got)
+        fp += len(got - set(case.expect))
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    assert precision >= MEASURED_PRECISION and recall >= MEASURED_RECALL, (precision, recall)
