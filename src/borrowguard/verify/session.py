@@ -422,7 +422,7 @@ class Session:
 
 
 def _ok_counts(level: LevelResult) -> dict[str, int]:
-    return {name: int(stats["ok"]) for name, stats in level.summary["scenarios"].items()}
+    return {name: stats.ok for name, stats in level.summary.scenarios.items()}
 
 
 def _renderer_workers(target: Target, logs: LogWatch) -> int | None:
