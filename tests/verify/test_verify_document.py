@@ -3,7 +3,8 @@
 tests/fixtures/verify/verify-1.shape.json is the document's shape (keys and nesting, no values; see
 tests/support/shape.py), taken from `verify --json` on the bundled server, guarded and unguarded, before
 the summaries became typed values. A key added, renamed or dropped fails here: change the schema's version
-(and say so in the README) instead of the shape of version 1.
+(and say so in the README) instead of the shape of version 1. Added since, as new keys a reader of
+version 1 may ignore: target.nothing_served (the preflight found no endpoint it could load).
 """
 
 from __future__ import annotations
