@@ -38,6 +38,7 @@ class Target:
     endpoints: dict[str, bool] = field(default_factory=dict)  # path -> answered (not 404/405)
     scenarios: dict[str, str] = field(default_factory=dict)  # scenario -> "accepted" | "skipped: why"
     server_config: dict[str, Any] = field(default_factory=dict)  # from the server's start-up log lines
+    nothing_served: bool = False  # no endpoint any scenario needs answered the discovery probes
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,6 +116,8 @@ class Preflight:
         factory.detokenize = target.endpoints.get(str(Endpoint.DETOKENIZE), True)
         factory.chat = target.endpoints.get(str(Endpoint.CHAT), True)
         self._drop_unserved(factory, target, probes)
+        if probes and not any(p.served for p in probes.values()):
+            target.nothing_served = True
         if "tokenize" in factory.scenarios and not (
             target.endpoints.get(str(Endpoint.TOKENIZE)) or target.endpoints.get(str(Endpoint.DETOKENIZE))
         ):

@@ -28,8 +28,9 @@ from borrowguard.verify.bundled import start_bundled
 from borrowguard.verify.config import VerifyConfig
 from borrowguard.verify.exposure import race_exposure
 from borrowguard.verify.preflight import Preflight, PreflightError, Target
-from borrowguard.verify.result import LevelResult, Verdict, VerifyResult
+from borrowguard.verify.result import CheckName, CheckState, LevelResult, Verdict, VerifyResult
 from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
+from borrowguard.verify.soundness import exercise, incomplete_because
 from borrowguard.verify.verdict import (
     DEATH_IDS,
     TOKENIZER_IDS,
@@ -88,7 +89,8 @@ class Session:
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
         self.tool_calls_cut = 0
-        self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer  # tools requests whose forced call our max_tokens cut (tokenized fine)
+        self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer
+        self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served  # tools requests whose forced call our max_tokens cut (tokenized fine)
         self.notes: list[str] = []
         self.own_signals = True  # a fleet run handles signals once, for all its sessions
 
@@ -123,6 +125,10 @@ class Session:
         restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
         try:
             factory = await self._preflight(session, target)
+            if target.nothing_served:  # nothing to load: not a PASS, not the server's failure either
+                self.nothing_served = ", ".join(f"{p} answered {'yes' if ok else 'no'}" for p, ok in
+                                                sorted(target.endpoints.items()))
+                return None
             if self.logs.active:
                 self.logs.clock = self._clock
                 self.logs.on_finding = self._on_finding
@@ -385,6 +391,29 @@ class Session:
         )
         result.verdict, result.reasons, result.checks, notes = decide(facts)
         result.notes.extend(self.notes + notes)
+        if self.nothing_served is not None:
+            result.verdict = Verdict.INCOMPLETE
+            result.notes = [n for n in result.notes if not n.startswith("interrupted before")]
+            result.notes.append("the server serves none of the tokenizing endpoints verify knows (chat, "
+                                "completions, tokenize, embeddings, score, rerank, pooling, classify), so "
+                                f"nothing was tested: {self.nothing_served}")
+        elif result.verdict is Verdict.PASS:  # a PASS claims only what it tested
+            log_check = next((c for c in result.checks if c.name == CheckName.LOG), None)
+            why = incomplete_because(
+                exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels), sorted(self.served),
+                log_asked=logs.active, log_ran=log_check is not None and log_check.state == CheckState.PASSED,
+                log_detail=log_check.detail if log_check is not None else "",
+            )
+            if why:
+                result.verdict = Verdict.INCOMPLETE
+                result.notes.extend(why)
+            else:
+                ran = exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels)
+                result.notes.append(f"exercised under concurrent load: {ran.describe()}")
+
+
+def _ok_counts(level: LevelResult) -> dict[str, int]:
+    return {name: int(stats["ok"]) for name, stats in level.summary["scenarios"].items()}
 
 
 def _renderer_workers(target: Target, logs: LogWatch) -> int | None:
