@@ -15,6 +15,7 @@ deleted afterwards.
     python bench/scan.py                 # 256 MB
     python bench/scan.py --size-mb 64    # a quick run
     python bench/scan.py --no-accel      # without the optional ahocorasick-rs (stdlib only)
+    python bench/scan.py --check         # exit 1 when the ratio is below the target
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ import time
 from pathlib import Path
 
 from borrowguard.scan import Scanner, fast
+from goals import Goal, add_check, finish
 
 STARTUP = [
     "(APIServer pid={pid}) INFO {ts} [api_server.py:1880] vLLM API server version 0.19.1",
@@ -139,6 +141,7 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=3, help="timed runs of each, interleaved; medians (default 3)")
     ap.add_argument("--no-accel", action="store_true",
                     help="ignore ahocorasick-rs even if installed (one substring search per anchor)")
+    add_check(ap)
     args = ap.parse_args()
     if args.no_accel:
         fast._aho = None
@@ -185,10 +188,10 @@ def main() -> int:
         print(f"runs (s): grep {', '.join(f'{t:.2f}' for t in grep_times)}; "
               f"scan {', '.join(f'{t:.2f}' for t in scan_times)}")
         ratio = grep_s / scan_s
-        print(f"ratio scan/grep (medians): {ratio:.2f}x (target >= 0.3x) {'PASS' if ratio >= 0.3 else 'FAIL'}")
+        print(f"ratio scan/grep (medians): {ratio:.2f}x")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return 0
+    return finish([Goal("scan / grep rate >= 0.3x", ratio >= 0.3, f"{ratio:.2f}x")], check=args.check)
 
 
 if __name__ == "__main__":

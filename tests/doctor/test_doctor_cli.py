@@ -41,6 +41,12 @@ def expected_tokenizers_rule() -> str:
     return "tokenizers-silent-race"  # .venv-new: transformers 5.x + tokenizers 0.23.x
 
 
+def expected_exit_code() -> int:
+    """From this venv's versions, not from the report under test: the borrow race is an error (exit 2) on
+    tokenizers <= 0.22.2; on >= 0.23.1 the silent race is a warning (exit 1) and no rule makes it an error."""
+    return 2 if expected_tokenizers_rule() == "tokenizers-borrow-race" else 1
+
+
 @pytest.mark.slow
 def test_doctor_json_on_this_stack() -> None:
     proc = doctor("--json", env={"VLLM_API_KEY": "sk-never-printed"})
@@ -54,8 +60,9 @@ def test_doctor_json_on_this_stack() -> None:
     assert f"tokenizers {version('tokenizers')}" in found[rule]["evidence"][0]
     for finding in report["findings"]:
         assert set(finding) >= {"id", "severity", "title", "evidence", "remedies", "references"}
-    worst = report["findings"][0]["severity"]
-    assert proc.returncode == {"error": 2, "warning": 1, "info": 0}[worst]
+    assert proc.returncode == expected_exit_code(), report["findings"]
+    # The report agrees: its worst finding is the one that sets the exit code.
+    assert report["findings"][0]["severity"] == {2: "error", 1: "warning"}[expected_exit_code()]
     env = report["environment"]
     assert env["schema"] == SCHEMA
     assert env["packages"]["tokenizers"] == version("tokenizers")
@@ -78,7 +85,7 @@ def test_doctor_imports_none_of_the_heavy_packages() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT_S)
     assert "HEAVY=[]" in proc.stderr, proc.stderr
-    assert "EXIT=1" in proc.stderr or "EXIT=2" in proc.stderr
+    assert f"EXIT={expected_exit_code()}" in proc.stderr, proc.stderr
     assert json.loads(proc.stdout)["findings"]
 
 

@@ -113,6 +113,23 @@ def test_one_thread_matches_the_reference_exactly(tok):
     assert result.clean, result.examples
 
 
+def test_a_hammer_with_no_call_is_not_clean_and_overlap_is_recorded(tok):
+    calls = make_calls(tok, random.Random(4), 40)
+    expected = reference(tok, calls)
+    stopped = threading.Event()
+    stopped.set()  # stopped before any worker draws a call
+    nothing = hammer(tok, calls, expected, threads=4, stop=stopped)
+    assert nothing.calls == 0 and not nothing.clean
+    alone = hammer(tok, calls, expected, threads=1, iterations=40)
+    assert alone.clean and alone.overlapping == 0 and not alone.concurrent
+    together = hammer(tok, calls, expected, threads=4, iterations=200)
+    assert together.calls == 800 and together.concurrent, together.to_dict()
+    assert 0 < together.overlapping <= together.calls
+    # A deadline reached before enough calls ran does not end the run: a busy machine gets more time.
+    slow = hammer(tok, calls, expected, threads=1, seconds=0.001, min_calls=300)  # one thread: no race
+    assert slow.calls >= 300 and slow.clean, slow.to_dict()
+
+
 def _hammer_until_failure(tok, seconds: float = 8.0) -> HammerResult:
     calls = make_calls(tok, random.Random(0), 200)
     expected = reference(tok, calls)

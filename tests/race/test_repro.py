@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from borrowguard.data import WORDPIECE, tokenizer_path
 from borrowguard.race import HammerResult
-from borrowguard.race.repro import CRASH, SAFE, SILENT_CORRUPTION, verdict_of
+from borrowguard.race.repro import CRASH, FEW_CALLS, SAFE, SILENT_CORRUPTION, verdict_of
 
 OLD_STACK = Version(tokenizers.__version__) < Version("0.23.1")
 UNGUARDED_VERDICT = CRASH if OLD_STACK else SILENT_CORRUPTION
@@ -139,11 +139,32 @@ def test_help_teaches():
 
 
 def test_verdicts():
-    def result(exceptions=None, wrong=None, calls=100) -> HammerResult:
-        return HammerResult(threads=2, calls=calls, exceptions=exceptions or {}, wrong_outputs=wrong or {})
+    def result(exceptions=None, wrong=None, calls=FEW_CALLS, overlapping=None) -> HammerResult:
+        overlapping = calls if overlapping is None else overlapping
+        return HammerResult(threads=2, calls=calls, overlapping=overlapping, exceptions=exceptions or {},
+                            wrong_outputs=wrong or {})
 
     assert verdict_of(result({"Already borrowed": 3}, {"pair": 1})) == CRASH
     assert verdict_of(result({"Truncation error": 2})) == SILENT_CORRUPTION
     assert verdict_of(result(wrong={"single": 1})) == SILENT_CORRUPTION
     assert verdict_of(result()) == SAFE
     assert verdict_of(result(calls=0)) == "inconclusive"
+    # A clean pass proves safety only after enough calls that really overlapped.
+    assert verdict_of(result(calls=1)) == "inconclusive"
+    assert verdict_of(result(calls=FEW_CALLS - 1)) == "inconclusive"
+    assert verdict_of(result(calls=10 * FEW_CALLS, overlapping=0)) == "inconclusive"
+
+
+@pytest.mark.slow
+def test_the_guarded_pass_gets_at_least_the_unguarded_pass_budget():
+    from borrowguard.race.repro import run_repro
+
+    budgets: dict[str, float] = {}
+
+    def progress(name: str, snapshot: HammerResult, budget: float) -> None:
+        budgets[name] = budget
+
+    report = run_repro(seconds=2, threads=4, on_progress=progress)
+    assert set(budgets) == {"unguarded", "guarded"}, budgets
+    assert budgets["guarded"] >= budgets["unguarded"], budgets
+    assert report.guarded is not None and report.guarded.result.calls > 0

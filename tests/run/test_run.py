@@ -26,6 +26,8 @@ OLD_STACK = Version(tokenizers.__version__) < Version("0.23.1")
 PY = sys.executable
 BG = [PY, "-m", "borrowguard", "run"]
 RACE_S = 3  # seconds of /race: the unguarded control and each guarded worker get the same
+SCRIPT_S = 3  # seconds of race.py per mode: the unguarded control (it may stop early) and each guarded mode
+CALL_ROUNDS = 3  # rounds of 160 concurrent /call requests: the unguarded control and the guarded server alike
 NOTICE = re.compile(r"^borrowguard: guard installed \(transformers \S+, tokenizers \S+, pid (\d+)\)$", re.M)
 GUARD_PROBE = "import transformers, borrowguard; print(borrowguard.is_installed())"
 
@@ -36,7 +38,8 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run(argv: list[str], timeout: float = 120, **kwargs) -> subprocess.CompletedProcess:
+def run(argv: list[str], timeout: float = 600, **kwargs) -> subprocess.CompletedProcess:
+    # A hang bound, not a speed check: on a busy machine one Python importing transformers takes a minute.
     kwargs.setdefault("env", clean_env())
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, **kwargs)
 
@@ -58,7 +61,7 @@ def assert_fails_as_this_stack_does(result: dict) -> None:
 
 @pytest.mark.slow
 def test_plain_script_and_its_spawn_child_fail():
-    proc = run([PY, str(SCRIPTS / "race.py"), "--modes", "inline,spawn", "--seconds", "6"])
+    proc = run([PY, str(SCRIPTS / "race.py"), "--modes", "inline,spawn", "--seconds", str(SCRIPT_S)])
     assert proc.returncode == 0, proc.stderr
     results = json_lines(proc.stdout)
     assert [r["mode"] for r in results] == ["inline", "spawn"]
@@ -70,14 +73,15 @@ def test_plain_script_and_its_spawn_child_fail():
 
 @pytest.mark.slow
 def test_run_guards_the_script_and_its_spawn_and_forkserver_children():
-    argv = [*BG, "--", PY, str(SCRIPTS / "race.py"), "--modes", "inline,spawn,forkserver", "--seconds", "1"]
+    # Each guarded mode gets the unguarded control's time (test_plain_script_and_its_spawn_child_fail).
+    argv = [*BG, "--", PY, str(SCRIPTS / "race.py"), "--modes", "inline,spawn,forkserver", "--seconds", str(SCRIPT_S)]
     proc = run(argv)
     assert proc.returncode == 0, proc.stderr
     results = json_lines(proc.stdout)
     assert [r["mode"] for r in results] == ["inline", "spawn", "forkserver"]
     for result in results:
         assert result["guarded"] is True, result
-        assert result["calls"] > 50, result
+        assert result["calls"] > 50 and result["overlapping"] > 0, result
         assert result["exceptions"] == {} and result["wrong_outputs"] == {}, result
     # One notice per guarded process, naming the processes that ran the race.
     noticed = {int(pid) for pid in NOTICE.findall(proc.stderr)}
@@ -170,34 +174,18 @@ def uvicorn_server(tmp_path):
 
 @pytest.mark.slow
 def test_uvicorn_two_workers_under_run_serve_exact_results(uvicorn_server):
-    import random
-
-    from transformers import AutoTokenizer
-
-    from borrowguard.data import tokenizer_path
-    from borrowguard.race import make_calls, reference
-
     server = uvicorn_server(guarded=True)
     races = server.races()
     assert len({r["pid"] for r in races}) == 2, races  # both workers answered
     for result in races:
         assert result["guarded"] is True
-        assert result["calls"] > 20 and result["exceptions"] == {} and result["wrong_outputs"] == {}, result
+        assert result["calls"] > 20 and result["overlapping"] > 0, result
+        assert result["exceptions"] == {} and result["wrong_outputs"] == {}, result
 
-    # Serving: concurrent requests with mixed settings, each compared with this process's serial result.
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        import tok_app
-    finally:
-        sys.path.remove(str(SCRIPTS))
-    tok = AutoTokenizer.from_pretrained(str(tokenizer_path()))
-    calls = make_calls(tok, random.Random(tok_app.SEED), tok_app.N_CALLS)
-    expected = [tok_app.digest(r) for r in reference(tok, calls)]
-    indices = [i % len(calls) for i in range(160)]
-    with ThreadPoolExecutor(16) as pool:
-        answers = list(pool.map(lambda i: get(f"{server.base}/call/{i}"), indices))
-    wrong = [i for i, a in zip(indices, answers) if a["digest"] != expected[i]]
-    assert wrong == [], f"{len(wrong)} of {len(indices)} served results differ from the serial reference"
+    # Serving: concurrent requests with mixed settings, each compared with this process's serial result
+    # (test_uvicorn_plain_fails sends the same requests to an unguarded server: there they differ).
+    wrong, sent = served_wrong(server)
+    assert wrong == 0, f"{wrong} of {sent} served results differ from the serial reference"
 
     stderr = server.stop()
     assert len(set(NOTICE.findall(stderr))) == 2, stderr  # one notice per worker (the supervisor never
@@ -210,6 +198,36 @@ def test_uvicorn_plain_fails(uvicorn_server):
     result = get(server.base + f"/race?seconds={RACE_S}")
     assert result["guarded"] is False
     assert_fails_as_this_stack_does(result)
+    # The control of the guarded server's /call comparison: the same requests, unguarded, differ.
+    wrong, sent = served_wrong(server)
+    assert wrong > 0, f"all {sent} unguarded served results matched: the /call comparison proves nothing"
+
+
+def served_wrong(server: Uvicorn) -> tuple[int, int]:
+    """CALL_ROUNDS rounds of 160 /call requests from 16 threads: (results differing from the serial,
+    unguarded reference computed in this process, requests sent)."""
+    import random
+
+    from transformers import AutoTokenizer
+
+    from borrowguard.data import tokenizer_path
+    from borrowguard.race import make_calls, reference
+
+    sys.path.insert(0, str(SCRIPTS))
+    try:
+        import tok_app
+    finally:
+        sys.path.remove(str(SCRIPTS))
+    import borrowguard
+
+    assert not borrowguard.is_installed()
+    tok = AutoTokenizer.from_pretrained(str(tokenizer_path()))
+    calls = make_calls(tok, random.Random(tok_app.SEED), tok_app.N_CALLS)
+    expected = [tok_app.digest(r) for r in reference(tok, calls)]
+    indices = [i % len(calls) for i in range(160)] * CALL_ROUNDS
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(lambda i: get(f"{server.base}/call/{i}"), indices))
+    return sum(a["digest"] != expected[i] for i, a in zip(indices, answers)), len(indices)
 
 
 # ---------------------------------------------------------------------------- process behaviour

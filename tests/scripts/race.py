@@ -2,9 +2,10 @@
 
     python race.py [--modes inline,spawn,forkserver] [--seconds S] [--threads N]
 
-One JSON line per mode: {"mode", "pid", "guarded", "calls", "exceptions", "wrong_outputs"}. The parent
-never imports transformers, so a spawn/forkserver child is guarded only if it set the guard up itself.
-A run stops early once it has seen failures, to keep the test suite fast.
+One JSON line per mode: {"mode", "pid", "guarded", "calls", "overlapping", "exceptions", "wrong_outputs"}.
+The parent never imports transformers, so a spawn/forkserver child is guarded only if it set the guard up
+itself. The serial reference is computed unguarded (unguarded.py), whatever this process is. An unguarded
+run stops early once it has seen failures, to keep the test suite fast; a clean one runs its full time.
 """
 
 from __future__ import annotations
@@ -21,14 +22,18 @@ def race(seconds: float, threads: int) -> dict:
     import threading
 
     from transformers import AutoTokenizer
+    from unguarded import serial_unguarded
 
     import borrowguard
     from borrowguard.data import tokenizer_path
-    from borrowguard.race import hammer, make_calls, reference
+    from borrowguard.race import hammer, make_calls
 
-    tok = AutoTokenizer.from_pretrained(str(tokenizer_path()))
+    def load():
+        return AutoTokenizer.from_pretrained(str(tokenizer_path()))
+
+    tok = load()
     calls = make_calls(tok, random.Random(0), 150)
-    expected = reference(tok, calls)
+    expected = serial_unguarded(load, calls)
     stop = threading.Event()
 
     def on_progress(snapshot) -> None:
@@ -45,6 +50,7 @@ def race(seconds: float, threads: int) -> dict:
         "pid": os.getpid(),
         "guarded": guarded,
         "calls": result.calls,
+        "overlapping": result.overlapping,
         "exceptions": result.exceptions,
         "wrong_outputs": result.wrong_outputs,
     }

@@ -6,7 +6,8 @@
                         so that concurrent requests spread over the workers: {"pid", "guarded", ...}
 
 The workload is `make_calls(tok, random.Random(SEED), N_CALLS)`, so a client can compute the same calls
-and their serial digests itself.
+and their serial digests itself. /race compares with the serial reference computed unguarded at start-up
+(unguarded.py), never through the guard this worker may run under.
 """
 
 from __future__ import annotations
@@ -19,16 +20,23 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from transformers import AutoTokenizer
+from unguarded import serial_unguarded
 
 import borrowguard
 from borrowguard.data import tokenizer_path
-from borrowguard.race import hammer, make_calls, normalise, reference
+from borrowguard.race import hammer, make_calls, normalise
 
 SEED = 0
 N_CALLS = 120
 
-tok = AutoTokenizer.from_pretrained(str(tokenizer_path()))
+
+def _load():
+    return AutoTokenizer.from_pretrained(str(tokenizer_path()))
+
+
+tok = _load()
 calls = make_calls(tok, random.Random(SEED), N_CALLS)
+REFERENCE = serial_unguarded(_load, calls)
 
 
 def digest(value: object) -> str:
@@ -57,7 +65,7 @@ def call(request):  # sync: Starlette runs it in its threadpool, so requests sha
 
 async def race(request):
     seconds = min(float(request.query_params.get("seconds", "1")), 5.0)
-    result = hammer(tok, calls, reference(tok, calls), threads=8, seconds=seconds)
+    result = hammer(tok, calls, REFERENCE, threads=8, seconds=seconds)
     return JSONResponse({"pid": os.getpid(), "guarded": _guarded(), **result.to_dict()})
 
 

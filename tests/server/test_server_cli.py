@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -96,9 +97,8 @@ def test_model_name_token_delay_and_clean_stop(tmp_path: Path) -> None:
             # A lower bound only: the stub must spend at least the configured time per generated token.
             assert elapsed >= tokens * delay_ms / 1000, (stream, elapsed)
         pid = server.pid
-        started = time.monotonic()
-        code = server.stop(timeout=10)
-    assert time.monotonic() - started < 10  # stopped by SIGTERM, not by the SIGKILL fallback
+        code = server.stop(timeout=120)  # the SIGKILL fallback only after 120 s: a hang, not a busy machine
+    assert code != -signal.SIGKILL, "stopped by the SIGKILL fallback, not by SIGTERM"
     assert code is not None and server.poll() is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)

@@ -2,6 +2,7 @@
 
     result = hammer(tok, calls, expected, threads=8, seconds=2)
     result.exceptions, result.wrong_outputs        # {"Already borrowed": 812}, {"pair": 31, ...}
+    result.clean, result.concurrent                # no failure in > 0 calls; calls overlapped in time
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ __all__ = ["HammerResult", "hammer"]
 
 @dataclass
 class HammerResult:
-    """What a hammer run saw. `exceptions` counts unexpected exceptions by kind, `wrong_outputs` by shape."""
+    """What a hammer run saw. `exceptions` counts unexpected exceptions by kind, `wrong_outputs` by shape;
+    `overlapping` counts calls that started while another thread's call was still in flight."""
 
     threads: int
     calls: int = 0
+    overlapping: int = 0
     seconds: float = 0.0
     exceptions: dict[str, int] = field(default_factory=dict)
     wrong_outputs: dict[str, int] = field(default_factory=dict)
@@ -42,8 +45,14 @@ class HammerResult:
 
     @property
     def clean(self) -> bool:
-        """True when every call matched the serial reference."""
-        return self.total_exceptions == 0 and self.total_wrong == 0
+        """True when calls ran and every one matched the serial reference (no call proves nothing)."""
+        return self.calls > 0 and self.total_exceptions == 0 and self.total_wrong == 0
+
+    @property
+    def concurrent(self) -> bool:
+        """True when at least one call overlapped another thread's: a clean run without it proves nothing
+        about concurrency."""
+        return self.overlapping > 0
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -53,10 +62,12 @@ class HammerResult:
 
 class _ThreadState:
     # Each worker counts into its own state: a shared lock per call would serialise the very race we want.
-    __slots__ = ("by_shape", "calls", "examples", "exceptions", "n_exc", "n_wrong", "wrong")
+    __slots__ = ("busy", "by_shape", "calls", "examples", "exceptions", "n_exc", "n_wrong", "overlapping", "wrong")
 
     def __init__(self) -> None:
+        self.busy = False  # inside a call; read by the other workers without a lock (a plain bool)
         self.calls = 0
+        self.overlapping = 0
         self.n_exc = 0
         self.n_wrong = 0
         self.exceptions: Counter[str] = Counter()
@@ -75,6 +86,7 @@ class _Hammer:
     threads: int
     seconds: float | None
     iterations: int | None
+    min_calls: int
     stop: threading.Event
     seed: int
     max_examples: int
@@ -96,13 +108,19 @@ class _Hammer:
         while not self.stop.is_set():
             if self.iterations is not None and state.calls >= self.iterations:
                 break
-            if self.seconds is not None and time.monotonic() >= self.deadline:
+            if self.seconds is not None and time.monotonic() >= self.deadline and self.made() >= self.min_calls:
                 break
             i = rng.randrange(len(self.calls))
             self.check(state, self.calls[i], self.reference[i])
 
     def check(self, state: _ThreadState, call: Call, expected: Any) -> None:
-        got = run_one(self.obj, call)
+        state.busy = True
+        if any(other.busy for other in self.states if other is not state):
+            state.overlapping += 1
+        try:
+            got = run_one(self.obj, call)
+        finally:
+            state.busy = False
         state.calls += 1
         state.by_shape[call.shape] += 1
         if got == expected:
@@ -116,6 +134,10 @@ class _Hammer:
         if len(state.examples) < self.max_examples:
             state.examples.append(Mismatch(call.shape, call.describe(), short(expected, 200), short(got, 200)))
 
+    def made(self) -> int:
+        """Calls made so far by every worker (plain ints, read without a lock)."""
+        return sum(s.calls for s in self.states)
+
     def release(self) -> None:
         """Start every worker at once; the clock starts here."""
         self.start = time.monotonic()
@@ -126,6 +148,7 @@ class _Hammer:
         # Reading other threads' Counters while they change is unsafe; the totals are plain ints.
         result = HammerResult(threads=self.threads, seconds=time.monotonic() - self.start)
         result.calls = sum(s.calls for s in self.states)
+        result.overlapping = sum(s.overlapping for s in self.states)
         n_exc = sum(s.n_exc for s in self.states)
         n_wrong = sum(s.n_wrong for s in self.states)
         result.exceptions = {"total": n_exc} if n_exc else {}
@@ -139,6 +162,7 @@ class _Hammer:
         shapes: Counter[str] = Counter()
         for s in self.states:
             result.calls += s.calls
+            result.overlapping += s.overlapping
             exc.update(s.exceptions)
             wrong.update(s.wrong)
             shapes.update(s.by_shape)
@@ -158,6 +182,7 @@ def hammer(
     threads: int = 16,
     seconds: float | None = None,
     iterations: int | None = None,
+    min_calls: int = 0,
     stop: threading.Event | None = None,
     on_progress: Callable[[HammerResult], None] | None = None,
     seed: int = 0,
@@ -168,8 +193,9 @@ def hammer(
 
     Threads start together (barrier) and draw calls at random. Each stops after `iterations` calls of
     its own, after `seconds`, or when `stop` is set, whichever comes first (with none given: one pass,
-    `len(calls)` calls per thread). `on_progress` gets a snapshot every `progress_interval` seconds,
-    from the calling thread.
+    `len(calls)` calls per thread). With `seconds`, workers keep going past the deadline until `min_calls`
+    calls were made in all: a slow or busy machine gets more time, never a weaker check. `on_progress`
+    gets a snapshot every `progress_interval` seconds, from the calling thread.
 
     An exception where the reference had none counts in `exceptions` by kind; any other difference,
     including a different exception, counts in `wrong_outputs` by call shape.
@@ -180,7 +206,8 @@ def hammer(
         raise ValueError("threads must be at least 1")
     if seconds is None and iterations is None and stop is None:
         iterations = len(calls)
-    run = _Hammer(obj, calls, reference, threads, seconds, iterations, stop or threading.Event(), seed, max_examples)
+    run = _Hammer(obj, calls, reference, threads, seconds, iterations, min_calls, stop or threading.Event(), seed,
+                  max_examples)
     workers = [threading.Thread(target=run.worker, args=(i,), daemon=True) for i in range(threads)]
     for t in workers:
         t.start()

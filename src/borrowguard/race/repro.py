@@ -6,7 +6,8 @@
 
 The workload is `borrowguard.race`'s: per-call mixes of truncation/padding settings, pairs, batches and
 chat templates, checked against serial results computed first. The guarded pass runs the same calls on a
-fresh tokenizer under `borrowguard.protect()` and compares them with the same unguarded serial results.
+fresh tokenizer under `borrowguard.protect()` and compares them with the same unguarded serial results,
+for at least as long as the unguarded pass ran. A pass is "safe" only after enough calls that overlapped.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ MAX_SECONDS = 3600.0
 MIN_SECONDS = 1.0
 MIN_PASS_SECONDS = 0.5
 FEW_CALLS = 200
-"""Below this many calls a "safe" pass is weak evidence: the report says so."""
+"""Below this many calls, or with no call overlapping another, a clean pass is inconclusive, never safe."""
 
 Progress = Callable[[str, HammerResult, float], None]
 """on_progress(pass name, snapshot, seconds allotted to that pass)."""
@@ -76,11 +77,12 @@ class Stack:
 
 @dataclass(frozen=True)
 class PassResult:
-    """One hammer pass (unguarded or guarded) and its verdict."""
+    """One hammer pass (unguarded or guarded), its verdict and the seconds it was given."""
 
     name: str
     verdict: ReproVerdict
     result: HammerResult
+    budget: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         data = self.result.to_dict()
@@ -137,12 +139,13 @@ class ReproReport:
 def verdict_of(result: HammerResult) -> ReproVerdict:
     """crash: borrow-conflict exceptions ("Already borrowed"); silent-corruption: none of those, but calls got
     another call's settings (wrong outputs, or errors those settings cause such as "Truncation error");
-    safe: every call matched the serial reference; inconclusive: no call completed."""
+    safe: at least FEW_CALLS calls, some of them overlapping another thread's, and every one matched the
+    serial reference; inconclusive: a clean pass with fewer calls or none concurrent (it proves nothing)."""
     if any(kind in BORROW_KINDS for kind in result.exceptions):
         return CRASH
     if result.total_wrong or result.total_exceptions:
         return SILENT_CORRUPTION
-    return SAFE if result.calls else INCONCLUSIVE
+    return SAFE if result.calls >= FEW_CALLS and result.concurrent else INCONCLUSIVE
 
 
 def run_repro(
@@ -156,10 +159,11 @@ def run_repro(
     seed: int = 0,
     on_progress: Progress | None = None,
 ) -> ReproReport:
-    """Unguarded pass then guarded pass (or only the guarded one), all within `seconds` from the call.
+    """Unguarded pass then guarded pass (or only the guarded one), within `seconds` from the call.
 
-    Setup (imports, loading, the serial reference) comes out of the same budget, so the whole run takes
-    `seconds` plus the time for in-flight calls to return. Raises UserInputError for bad input.
+    Setup (imports, loading, the serial reference) comes out of the same budget and each pass gets an
+    equal share of what is left, so the whole run takes `seconds` plus the time for in-flight calls to
+    return (and the guarded pass's reload). Raises UserInputError for bad input.
     """
     start = time.monotonic()
     _check(threads, seconds)
@@ -209,25 +213,29 @@ def _run_passes(
     on_progress: Progress | None,
     notes: list[str],
 ) -> dict[str, PassResult]:
-    """Each pass hammers the same calls until its share of what is left of the budget runs out."""
+    """Each pass hammers the same calls for the same share of the budget left after setup: the guarded
+    pass never gets less time than the unguarded control it is compared with."""
     import borrowguard
 
     results: dict[str, PassResult] = {}
-    for i, name in enumerate(passes):
+    # Setup came out of the budget; on a slow start each pass still gets a minimum to count.
+    budget = max(MIN_PASS_SECONDS, (deadline - time.monotonic()) / len(passes))
+    for name in passes:
         if name == "guarded":
             target = borrowguard.protect(load())  # a fresh object: nothing left from the first pass
-        remaining = deadline - time.monotonic()
-        # Setup came out of the budget; on a slow start each pass still gets a minimum to count.
-        budget = max(MIN_PASS_SECONDS, remaining / (len(passes) - i))
 
         def progress(snapshot: HammerResult, name: str = name, budget: float = budget) -> None:
             if on_progress is not None:
                 on_progress(name, snapshot, budget)
 
-        result = hammer(target, calls, expected, threads=threads, seconds=budget, seed=seed, on_progress=progress)
-        results[name] = PassResult(name, verdict_of(result), result)
-        if result.calls < FEW_CALLS and results[name].verdict == SAFE:
-            notes.append(f"the {name} pass made only {result.calls} calls; give more --seconds for stronger proof")
+        # Enough calls for a verdict even on a slow machine: the pass runs on past its budget until FEW_CALLS.
+        result = hammer(target, calls, expected, threads=threads, seconds=budget, min_calls=FEW_CALLS, seed=seed,
+                        on_progress=progress)
+        results[name] = PassResult(name, verdict_of(result), result, budget)
+        if results[name].verdict == INCONCLUSIVE:
+            overlapped = "" if result.concurrent else ", none of them overlapping another thread's"
+            notes.append(f"the {name} pass made only {result.calls} clean calls{overlapped}; "
+                         "give more --seconds (and --threads above 1) for a verdict")
     return results
 
 
@@ -326,5 +334,5 @@ def describe(verdict: ReproVerdict) -> str:
         CRASH: "calls fail with 'Already borrowed': in a server, failed requests (HTTP 400/500) and retries",
         SILENT_CORRUPTION: "no borrow errors, but calls silently got another call's truncation/padding",
         SAFE: "every concurrent call returned exactly its serial result",
-        INCONCLUSIVE: "no call completed in the time given",
+        INCONCLUSIVE: "too few calls, or none concurrent, in the time given to call it safe",
     }[verdict]

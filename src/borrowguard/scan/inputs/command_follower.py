@@ -1,8 +1,16 @@
 """Following a command's output (`docker logs -f vllm`): its lines until it exits or following stops,
-then the command and its children stopped."""
+then the command and its children stopped.
+
+The command runs in its own process group, and the group is what gets ended. Nothing outlives us: a
+command still running when this process exits normally (its stopping thread cut short, a command that
+ignores SIGTERM) is killed at exit; if this process is killed outright (SIGKILL), a watchdog in the
+command's group — a shell blocked reading a pipe only we hold open — sees the pipe close and kills the
+group, the command's own children included.
+"""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import queue
@@ -58,22 +66,46 @@ def follow_command(
         _stop_command(proc, lines, reader, grace)
 
 
+_running: dict[subprocess.Popen[bytes], int] = {}  # commands not yet ended -> our end of their watchdog pipe
+_running_lock = threading.Lock()
+
+# Run by /bin/sh as the group leader: fd 9 keeps the watchdog pipe (stdin becomes /dev/null), a background
+# reader waits on it with its output away from ours (else the command's end would never read as EOF), and the
+# shell then becomes the command. When the pipe closes — we died, however — the reader kills the group.
+_WATCHDOG = 'exec 9<&0 </dev/null; { read -r _ <&9; kill -KILL 0; } >/dev/null 2>&1 & exec 9<&- "$0" "$@"'
+
+
 def _start_command(argv: list[str]) -> subprocess.Popen[bytes]:
     """`argv` running with its stdout and stderr on one pipe; UserInputError when it cannot start."""
+    watch_read, watch_write = os.pipe()  # our end stays non-inheritable: only we hold it open
     try:
         proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.DEVNULL,
+            ["/bin/sh", "-c", _WATCHDOG, *argv],
+            stdin=watch_read,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group: stopping it stops what it started
         )
-    except FileNotFoundError:
-        raise UserInputError(f"command not found: {argv[0]}") from None
     except OSError as exc:
+        os.close(watch_write)
         raise UserInputError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+    finally:
+        os.close(watch_read)
     assert proc.stdout is not None
+    with _running_lock:
+        _running[proc] = watch_write
     return proc
+
+
+@atexit.register
+def _end_the_rest() -> None:
+    """At exit, kill the group of every command still running (its stopping thread may be a daemon that
+    dies with us before its SIGKILL comes, and a command that ignores SIGTERM would stay behind)."""
+    with _running_lock:
+        left = list(_running)
+    for proc in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _pump_output(
@@ -132,14 +164,25 @@ def command_argv(command: str | Sequence[str]) -> list[str]:
 
 
 def _terminate(proc: subprocess.Popen[bytes], grace: float) -> None:
-    if proc.poll() is not None:
-        return
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                return
-            time.sleep(0.02)
-    proc.wait(timeout=grace)
+    try:
+        if proc.poll() is not None:
+            # The command is gone, but what it started may not be: its group ends with it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)
+            deadline = time.monotonic() + grace
+            while time.monotonic() < deadline:
+                if proc.poll() is not None:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.killpg(proc.pid, signal.SIGKILL)  # children that outlived the command
+                    return
+                time.sleep(0.02)
+        proc.wait(timeout=grace)
+    finally:
+        with _running_lock:
+            watch_write = _running.pop(proc, None)
+        if watch_write is not None:
+            os.close(watch_write)
