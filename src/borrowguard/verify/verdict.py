@@ -16,10 +16,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from borrowguard.knowledge import Kind, load
 from borrowguard.verify.result import Check, CheckName, CheckState, LevelResult, Reason, ReasonCode, Verdict
 
-TOKENIZER_IDS = frozenset({"tokenizer-already-borrowed", "tokenizer-acquire-retry"})
-DEATH_IDS = frozenset({"engine-dead"})
+# which log findings are the tokenizer race and which the engine's death: the knowledge base says, by kind
+TOKENIZER_IDS = load().log_ids(Kind.TOKENIZER_RACE)
+DEATH_IDS = load().log_ids(Kind.ENGINE_DEATH)
 _WORST_GROUPS = 6
 
 
