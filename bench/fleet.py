@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from borrowguard.load.scenarios import ScenarioSettings
 from borrowguard.verify.config import VerifyConfig
-from borrowguard.verify.fleet import Target, run_fleet
+from borrowguard.verify.fleet import Replica, run_fleet
 from support.fakeserver import FakeServer  # test scaffolding, not shipped
 
 
@@ -37,14 +37,14 @@ def one(n: int, seconds: float) -> tuple[float, int, float]:
     """(client CPU seconds per request, requests, RSS growth MB) for a fleet of n fake servers."""
     with contextlib.ExitStack() as stack:
         servers = [stack.enter_context(FakeServer(faults=["ok"])) for _ in range(n)]
-        targets = [Target(f"t{i}", s.url) for i, s in enumerate(servers)]
+        targets = [Replica(f"t{i}", s.url) for i, s in enumerate(servers)]
         base = VerifyConfig(scenario=ScenarioSettings(mix={"text": 1.0, "tools": 1.0}), concurrency=4,
                             duration=seconds)
         rss0 = rss_mb()
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         result = run_fleet(targets, base)
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    requests = sum(r.levels[0].summary["requests"] for _, r in result.targets if r.levels)
+    requests = sum(r.levels[0].summary.requests for _, r in result.targets if r.levels)
     cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     return cpu / max(1, requests), requests, rss_mb() - rss0
 

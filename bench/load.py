@@ -26,7 +26,7 @@ import aiohttp
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 from borrowguard.load.client import ChatClient
-from borrowguard.load.metrics import Metrics
+from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory, ScenarioSettings
 from support.fakeserver import FakeServer  # test scaffolding, not shipped
@@ -76,7 +76,7 @@ async def baseline(url: str, bodies: list[bytes], concurrency: int, seconds: flo
 
 async def ours(url: str, settings: ScenarioSettings, concurrency: int, seconds: float) -> tuple[int, int]:
     factory = RequestFactory(settings, "fake-model")
-    metrics = Metrics(factory.scenarios)
+    metrics = LoadMetrics(factory.scenarios)
     async with ChatClient(url, concurrency=concurrency, timeout=60) as client:
         await LoadRun(
             client, factory, metrics, LoadPlan(concurrency=concurrency, duration=seconds, drain=5)
@@ -94,7 +94,7 @@ async def memory_run(
 ) -> list[tuple[float, int]]:
     settings = ScenarioSettings(mix={"text": 1.0, "image": 1.0, "tools": 1.0}, stream=True)  # the generating mix, unique PNG/JPEG images at 256x256 and 720x1280
     factory = RequestFactory(settings, "fake-model")
-    metrics = Metrics(factory.scenarios)
+    metrics = LoadMetrics(factory.scenarios)
     samples: list[tuple[float, int]] = []
 
     async def sampler() -> None:

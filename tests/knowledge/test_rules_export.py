@@ -114,8 +114,8 @@ def fired_es(lines: list[str]) -> engines.Fired:
 
 
 ENGINES: dict[str, Callable[[list[str]], engines.Fired]] = {"loki": fired_loki, "vector": fired_vector, "elasticsearch": fired_es}
-# Lucene runs in a java subprocess: its tests are slow (tests/conftest.py).
-ENGINE_PARAMS = [pytest.param(e, marks=pytest.mark.slow) if e == "elasticsearch" else e for e in sorted(ENGINES)]
+# Each engine runs over every fixture line (Lucene in a java subprocess): slow (tests/conftest.py).
+ENGINE_PARAMS = [pytest.param(e, marks=pytest.mark.slow) for e in sorted(ENGINES)]
 _FIRED: dict[str, engines.Fired] = {}
 
 

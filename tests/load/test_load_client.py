@@ -8,7 +8,7 @@ import json
 import pytest
 
 from borrowguard.load.client import ChatClient, Outcome
-from borrowguard.load.metrics import Metrics
+from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory, ScenarioSettings
 from support.fakeserver import FakeServer
@@ -76,9 +76,9 @@ def test_refused_connection_is_an_outcome() -> None:
 def test_load_run_holds_concurrency_and_writes_records(tmp_path) -> None:
     records = tmp_path / "records.jsonl"
 
-    async def go(url: str) -> tuple[Metrics, LoadRun]:
+    async def go(url: str) -> tuple[LoadMetrics, LoadRun]:
         factory = RequestFactory(ScenarioSettings(mix=GENERATION_MIX, image_sizes=((64, 64),)), "fake-model")
-        metrics = Metrics(factory.scenarios)
+        metrics = LoadMetrics(factory.scenarios)
         with records.open("w") as fh:
             async with ChatClient(url, concurrency=8, timeout=5) as client:
                 run = LoadRun(

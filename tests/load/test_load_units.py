@@ -9,13 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from borrowguard.cli._params import Duration, ImageSizes, Levels, Mix
 from borrowguard.errors import UserInputError
 from borrowguard.load.client import ChatClient, Outcome, error_message
-from borrowguard.load.metrics import LogHistogram, Metrics, TimeSeries
-from borrowguard.load.options import parse_duration, parse_image_sizes, parse_levels, parse_mix
+from borrowguard.load.faults import Fault
+from borrowguard.load.metrics import LoadMetrics, LogHistogram, TimeSeries
 from borrowguard.load.scenarios import TOOLS, RequestFactory, ScenarioSettings
 from borrowguard.load.sse import ServerSentEvent, SSEError, SSEParser
-from borrowguard.load.watch import parse_metrics
+from borrowguard.verify.document import to_dict
+from borrowguard.verify.watch import parse_metrics
 
 # -- options ---------------------------------------------------------------------------------------------
 
@@ -25,32 +27,28 @@ from borrowguard.load.watch import parse_metrics
     [("30s", 30), ("5m", 300), ("1h", 3600), ("250ms", 0.25), ("12", 12), (" 2.5 S ", 2.5)],
 )
 def test_parse_duration(text: str, seconds: float) -> None:
-    assert parse_duration(text) == pytest.approx(seconds)
+    assert Duration().convert(text, None, None) == pytest.approx(seconds)
 
 
 @pytest.mark.parametrize("text", ["", "abc", "-5s", "0s", "5 minutes", "1d"])
 def test_parse_duration_rejects(text: str) -> None:
-    with pytest.raises(UserInputError):
-        parse_duration(text)
+    with pytest.raises(UserInputError, match="--duration: "):
+        Duration().parse(text, "--duration")
 
 
 def test_parse_duration_zero_allowed_for_ramp_up() -> None:
-    assert parse_duration("0s", allow_zero=True) == 0
+    assert Duration(allow_zero=True).convert("0s", None, None) == 0
 
 
 def test_parse_lists() -> None:
-    assert parse_image_sizes("256x256, 720X1280") == [(256, 256), (720, 1280)]
-    assert parse_mix("text=2,image=0,tools") == {"text": 2.0, "tools": 1.0}
-    assert parse_levels("8,16,32") == [8, 16, 32]
-    for bad in ("256", "8x8", "100000x10", ""):
-        with pytest.raises(UserInputError):
-            parse_image_sizes(bad)
-    for bad in ("audio=1", "text=x", "text=0", "text=-1"):
-        with pytest.raises(UserInputError):
-            parse_mix(bad)
-    for bad in ("0", "8,a", ""):
-        with pytest.raises(UserInputError):
-            parse_levels(bad)
+    assert ImageSizes().convert("256x256, 720X1280", None, None) == ((256, 256), (720, 1280))
+    assert Mix().convert("text=2,image=0,tools", None, None) == {"text": 2.0, "tools": 1.0}
+    assert Levels().convert("8,16,32", None, None) == [8, 16, 32]
+    for kind, bad in [(ImageSizes, ("256", "8x8", "100000x10", "")), (Mix, ("audio=1", "text=x", "text=0", "text=-1")),
+                      (Levels, ("0", "8,a", ""))]:
+        for text in bad:
+            with pytest.raises(UserInputError, match="--opt: "):
+                kind().parse(text, "--opt")
 
 
 # -- SSE -------------------------------------------------------------------------------------------------
@@ -186,7 +184,7 @@ def _outcome(scenario: str = "text", **kw) -> Outcome:
 
 
 def test_metrics_detects_inconsistent_repeats_and_groups_errors() -> None:
-    m = Metrics(["text", "image"])
+    m = LoadMetrics(["text", "image"])
     for tokens in (120, 120, 120, 97):
         m.started(0.1)
         m.finished(_outcome(repeat_key="text/plain", prompt_tokens=tokens, completion_tokens=4))
@@ -196,14 +194,18 @@ def test_metrics_detects_inconsistent_repeats_and_groups_errors() -> None:
         m.started(0.2)
         m.finished(_outcome("image", status=500, message=f"RuntimeError: Already borrowed #{i % 5}"))
     s = m.summary(elapsed=2.0)
-    assert s["requests"] == 55 and s["ok"] == 5 and s["errors"] == 50 and m.inflight == 0
-    assert s["repeats"]["text/plain"]["consistent"] is False
-    assert s["repeats"]["text/plain"]["prompt_tokens"] == {"97": 1, "120": 3}
-    assert s["repeats"]["image/plain"]["consistent"] is True
-    (group,) = s["errors_by_status"]
-    assert group["status"] == "500" and group["scenario"] == "image" and group["count"] == 50
-    assert len(group["messages"]) == 3  # bounded sample of distinct messages
-    assert s["scenarios"]["image"]["statuses"] == {"200": 1, "500": 50}
+    assert s.requests == 55 and s.ok == 5 and s.errors == 50 and m.inflight == 0
+    assert s.repeats["text/plain"].consistent is False
+    assert s.repeats["text/plain"].prompt_tokens == {97: 1, 120: 3}
+    assert s.repeats["image/plain"].consistent is True
+    (group,) = s.error_groups
+    assert group.status == "500" and group.scenario == "image" and group.count == 50
+    assert group.fault is Fault.SERVER and group.mismatch is None
+    assert len(group.messages) == 3  # bounded sample of distinct messages
+    assert s.scenarios["image"].statuses == {"200": 1, "500": 50}
+    doc = to_dict(s)  # the JSON form keeps the document's keys and spellings
+    assert doc["repeats"]["text/plain"]["prompt_tokens"] == {"97": 1, "120": 3}
+    assert doc["errors_by_status"][0]["fault"] == "server" and doc["errors"] == 50
 
 
 def test_outcome_labels() -> None:

@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import json
 
+from borrowguard.cli._params import Mix
 from borrowguard.load import pooling
 from borrowguard.load.faults import Fault, MismatchKind, blame
-from borrowguard.load.options import DEFAULT_MIX, parse_mix
 from borrowguard.load.scenarios import Endpoint, RequestFactory, ScenarioSettings
+from borrowguard.verify.config import VerifyConfig
 from borrowguard.verify.discovery import served_from
 
 
 def _factory(mix: str, extensions: bool = True) -> RequestFactory:
-    return RequestFactory(ScenarioSettings(mix=parse_mix(mix), vllm_extensions=extensions), "m")
+    return RequestFactory(ScenarioSettings(mix=Mix().convert(mix, None, None), vllm_extensions=extensions), "m")
 
 
 def test_the_default_mix_holds_every_pooling_scenario() -> None:
-    assert set(pooling.POOLING_SCENARIOS) <= set(parse_mix(DEFAULT_MIX))
+    assert set(pooling.POOLING_SCENARIOS) <= set(VerifyConfig().scenario.mix)
 
 
 def test_pooling_requests_mix_the_shapes_that_collide_and_repeats_are_identical() -> None:

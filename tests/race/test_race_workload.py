@@ -136,6 +136,7 @@ def test_unguarded_hammer_shows_this_stacks_failure(tok):
         assert leaked > 0, result.to_dict()
 
 
+@pytest.mark.slow
 def test_processor_workload_mixes_processor_and_tokenizer_calls(chatml):
     processor = make_processor(chatml)
     assert processor.tokenizer is chatml

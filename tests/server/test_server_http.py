@@ -348,7 +348,7 @@ def test_metrics_count_requests_by_status(server: ServerProcess) -> None:
 
 
 def test_log_file_has_the_vllm_format(server: ServerProcess) -> None:
-    lines = [line for line in server.read_log().splitlines() if line]
+    lines = [line for line in server.log_path.read_text(encoding="utf-8", errors="replace").splitlines() if line]
     assert lines
     prefix = re.compile(r"^(DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d \[[\w.]+\.py:\d+\] ")
     assert all(prefix.match(line) for line in lines), lines

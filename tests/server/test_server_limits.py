@@ -116,4 +116,4 @@ def test_truncation_beyond_the_context_is_a_400_not_a_tokenizer_error(server: Se
     reply = request(server, "POST", "/v1/chat/completions", {"messages": USER, "truncate_prompt_tokens": limit})
     assert reply.status == 400, reply.text[:500]
     assert "is greater than max_model_len (32768)" in reply.json()["error"]["message"]
-    assert "OverflowError" not in server.read_log()
+    assert "OverflowError" not in server.log_path.read_text(encoding="utf-8", errors="replace")

@@ -146,7 +146,7 @@ def _old_stack_answers_500_and_logs_already_borrowed(unguarded: ServerProcess) -
         assert r.status == 500 and r.error is not None and "Already borrowed" in r.error["message"], r
         assert (r.error["type"], r.error["code"], set(r.error)) == (
             "InternalServerError", 500, {"message", "type", "param", "code"})
-    log = unguarded.read_log()
+    log = unguarded.log_path.read_text(encoding="utf-8", errors="replace")
     # vLLM-format ERROR record, then the traceback that `borrowguard scan` recognises.
     assert re.search(r"^ERROR \d\d-\d\d \d\d:\d\d:\d\d \[app\.py:\d+\] Error in preprocessing prompt inputs"
                      r".*\nTraceback \(most recent call last\):\n(?:.*\n)*?RuntimeError: Already borrowed$",
@@ -166,7 +166,7 @@ def _new_stack_leaks_truncation_into_identical_requests(unguarded: ServerProcess
     probes = [r.prompt_tokens for r in results if r.kind == "probe" and r.status == 200]
     assert len(set(probes)) > 1, f"{len(probes)} identical probes all got {set(probes)} prompt tokens"
     assert expected["probe"] in probes  # most are right, some silently are not
-    assert "Already borrowed" not in unguarded.read_log()
+    assert "Already borrowed" not in unguarded.log_path.read_text(encoding="utf-8", errors="replace")
 
 
 def test_guarded_is_exact_under_the_same_load(guarded: ServerProcess, expected: dict[str, int]) -> None:
@@ -180,7 +180,7 @@ def test_guarded_is_exact_under_the_same_load(guarded: ServerProcess, expected: 
             results += hammer(guarded, 6 * CLIENTS, pool, start=len(results))
     bad = [r for r in results if r.status != 200 or r.prompt_tokens != expected[r.kind]]
     assert not bad, f"{len(bad)} of {len(results)} wrong, e.g. {bad[:3]} (expected {expected})"
-    log = guarded.read_log()
+    log = guarded.log_path.read_text(encoding="utf-8", errors="replace")
     assert "Already borrowed" not in log and "Traceback" not in log and "\nERROR " not in log
     assert metric(guarded, "borrowguard_guard_installed") == 1
     assert metric(guarded, "borrowguard_tokenizer_errors_total", kind="already_borrowed") == 0

@@ -8,16 +8,16 @@ import re
 from pathlib import Path
 
 from borrowguard.load.client import Outcome
-from borrowguard.load.metrics import Metrics
-from borrowguard.load.watch import Finding
-from borrowguard.report import render_html, to_json, write_html, write_json
+from borrowguard.load.metrics import LoadMetrics
+from borrowguard.report import render_html, to_json, write_html
 from borrowguard.verify import LevelResult, Reason, VerifyConfig, VerifyResult
+from borrowguard.verify.watch import LogEvent
 
 EVIL = "<script>alert('x')</script><img src=http://evil.example/x.png>"
 
 
 def _level(concurrency: int, seconds: int = 20, fail_at: int | None = None) -> LevelResult:
-    m = Metrics(["text", "image", "tools"])
+    m = LoadMetrics(["text", "image", "tools"])
     for i in range(seconds * 10):
         t = i / 10
         scenario = ("text", "image", "tools")[i % 3]
@@ -31,7 +31,7 @@ def _level(concurrency: int, seconds: int = 20, fail_at: int | None = None) -> L
     m.finding(fail_at or 1.0, "tokenizer-already-borrowed")
     m.health_failure(3.0)
     reasons = [Reason("request-errors", f"5 × 500 ({EVIL})", concurrency)] if fail_at is not None else []
-    return LevelResult(concurrency, float(seconds), m.summary(seconds), m.series.to_dict(), reasons)
+    return LevelResult(concurrency, float(seconds), m.summary(seconds), m.series.summary(), reasons)
 
 
 def _doc(levels: list[LevelResult], verdict: str = "FAIL") -> dict:
@@ -41,7 +41,7 @@ def _doc(levels: list[LevelResult], verdict: str = "FAIL") -> dict:
         config=VerifyConfig(url="http://127.0.0.1:8000"),
         levels=levels,
         target={"url": "http://127.0.0.1:8000", "model": EVIL, "bundled_server": False},
-        findings=[Finding(12.0, 0, "tokenizer-already-borrowed", "error", "s.log", 7, EVIL)],
+        findings=[LogEvent(12.0, 0, "tokenizer-already-borrowed", "error", "s.log", 7, EVIL)],
         finding_counts={"tokenizer-already-borrowed": 1},
         log_lines=99,
         notes=[EVIL],
@@ -76,9 +76,8 @@ def test_html_is_self_contained_and_escapes_everything(tmp_path: Path) -> None:
 
 def test_json_round_trip_renders_the_same(tmp_path: Path) -> None:
     doc = _doc([_level(8), _level(16, fail_at=5)])
-    write_json(doc, tmp_path / "r.json")
+    (tmp_path / "r.json").write_text(to_json(doc) + "\n")  # what `verify --json > r.json` saves
     loaded = json.loads((tmp_path / "r.json").read_text())
-    assert loaded == json.loads(to_json(doc))
     assert render_html(loaded) == render_html(doc)
     assert loaded["highest_passing_concurrency"] == 8
     assert "Highest concurrency that passed: <b>8</b>" in render_html(loaded)

@@ -12,7 +12,7 @@ import pytest
 
 from borrowguard.errors import UserInputError
 from borrowguard.server import ServerProcess
-from borrowguard.verify.fleet import Target, load_targets, parse_target, worst
+from borrowguard.verify.fleet import Replica, load_targets, parse_target, worst
 from borrowguard.verify.result import Verdict
 
 SMALL = ["--image-sizes", "64x64", "-c", "4"]
@@ -53,7 +53,7 @@ def test_three_bundled_servers_pass_pass_fail_and_the_fleet_fails(tmp_path: Path
 
 def test_target_specs_and_files_are_parsed_strictly(tmp_path: Path) -> None:
     t = parse_target("replica-0=http://10.0.0.5:8000,log-cmd=kubectl logs -f pod/vllm-0,log=/var/log/v.log")
-    assert t == Target("replica-0", "http://10.0.0.5:8000", [Path("/var/log/v.log")], ["kubectl logs -f pod/vllm-0"])
+    assert t == Replica("replica-0", "http://10.0.0.5:8000", [Path("/var/log/v.log")], ["kubectl logs -f pod/vllm-0"])
     for bad in ("nourl", "=http://x", "a b=http://x", "a=http://x,color=red", "a=http://x,log="):
         with pytest.raises(UserInputError):
             parse_target(bad)

@@ -76,10 +76,10 @@ def test_hostile_responses_fail_with_reasons_by_status_and_scenario() -> None:
     assert result.verdict == "FAIL" and result.exit_code == 1
     (reason,) = [r for r in result.reasons if r.code == "request-errors"]
     summary = result.levels[0].summary
-    labels = {g["status"] for g in summary["errors_by_status"]}
+    labels = {g.status for g in summary.error_groups}
     assert {"bad-sse", "stream-cut", "reset", "500", "timeout"} <= labels
-    html_500 = [g for g in summary["errors_by_status"] if g["status"] == "500"]
-    assert any("Internal Server Error" in m for g in html_500 for m in g["messages"])
+    html_500 = [g for g in summary.error_groups if g.status == "500"]
+    assert any("Internal Server Error" in m for g in html_500 for m in g.messages)
     assert "500 on" in reason.message
     assert not any(r.code == "engine-dead" for r in result.reasons)  # a rude server is not a dead one
     json.dumps(result.to_dict(), allow_nan=False)
@@ -99,7 +99,7 @@ def test_identical_requests_with_different_prompt_tokens_fail() -> None:
         result = run_verify(_config(srv.url))
     codes = {r.code for r in result.reasons}
     assert codes == {"prompt-tokens-mismatch"}, result.reasons
-    assert result.levels[0].summary["errors"] == 0
+    assert result.levels[0].summary.errors == 0
 
 
 @pytest.mark.parametrize("how", ["file", "command"])
@@ -129,7 +129,7 @@ def test_server_death_mid_run_fails_fast_with_partial_report(tmp_path: Path) -> 
     death = [r for r in result.reasons if r.code == "engine-dead"]
     assert death, result.reasons
     summary = result.levels[0].summary
-    assert summary["ok"] > 0 and summary["errors"] > 0  # partial: what happened before the death is there
+    assert summary.ok > 0 and summary.errors > 0  # partial: what happened before the death is there
     assert result.finding_counts.get("engine-dead", 0) >= 1 or "refused" in death[0].message
 
 
@@ -141,7 +141,7 @@ def test_sweep_reports_the_highest_passing_level_and_stops_at_a_failure() -> Non
     assert good.verdict == "PASS" and [lvl.concurrency for lvl in good.levels] == [2, 4, 6]
     assert good.highest_passing == 6
     assert all(
-        max(b["inflight_max"] for b in lvl.series["buckets"]) == lvl.concurrency for lvl in good.levels
+        max(p.inflight_max for p in lvl.series.points) == lvl.concurrency for lvl in good.levels
     )
     assert bad.verdict == "FAIL" and len(bad.levels) == 1 and bad.highest_passing is None
     assert all(r.level == 2 for r in bad.reasons)

@@ -10,6 +10,15 @@ import pytest
 from borrowguard.load.faults import Fault, MismatchKind, blame, context_numbers
 from borrowguard.load.fit import ContextFit, ScenarioSize
 from borrowguard.load.scenarios import Endpoint, RequestFactory, ScenarioSettings
+from borrowguard.load.summary import (
+    ErrorGroup,
+    LevelSummary,
+    Percentiles,
+    RepeatStats,
+    ScenarioSummary,
+    Series,
+)
+from borrowguard.verify.config import DEFAULT_DURATION, ConfigError, VerifyConfig
 from borrowguard.verify.result import CheckName, CheckState, LevelResult, ReasonCode, Verdict
 from borrowguard.verify.verdict import LevelFacts, LogState, RunFacts, decide, level_reasons
 
@@ -140,22 +149,26 @@ def test_repeat_keys_change_with_the_fit_generation():
 # ------------------------------------------------------------------------------------------- verdict
 
 
-def _summary(requests=10, ok=10, groups=(), repeats=None, scenarios=None, faults=None):
-    return {
-        "requests": requests,
-        "ok": ok,
-        "errors": requests - ok,
-        "errors_by_fault": faults or {},
-        "errors_by_status": list(groups),
-        "repeats": repeats or {},
-        "scenarios": scenarios or {"text": {"count": requests, "ok": ok}},
-    }
+def _summary(requests=10, ok=10, groups=(), repeats=None, faults=None):
+    scenario = ScenarioSummary(requests, ok, {}, Percentiles(), None, 0, None)
+    return LevelSummary(requests=requests, ok=ok, requests_per_s=None, latency=Percentiles(),
+                        scenarios={"text": scenario}, errors_by_fault={Fault(k): n for k, n in (faults or {}).items()},
+                        tied_resets=0, retried=0, error_groups=tuple(groups), error_groups_dropped=0,
+                        repeats=repeats or {})
+
+
+def _group(status, fault, count, message, mismatch=None):
+    return ErrorGroup("text", status, Fault(fault), mismatch and MismatchKind(mismatch), count, 0.0, (message,))
+
+
+def _repeat(values):
+    return RepeatStats(values, {v: 0.0 for v in values}, 0)
 
 
 def _level(summary, **kw):
     facts = LevelFacts(concurrency=4, summary=summary, tokenizer_counts=kw.get("tok", {}),
                        first_tokenizer_line=None, death=kw.get("death"), interrupted=False, max_error_rate=0.0)
-    return LevelResult(4, 1.0, summary, {}, level_reasons(facts))
+    return LevelResult(4, 1.0, summary, Series(1.0, ()), level_reasons(facts))
 
 
 def _run(levels, log=None, **kw):
@@ -165,23 +178,21 @@ def _run(levels, log=None, **kw):
 
 
 def test_workload_mismatches_are_never_counted_against_the_server():
-    group = {"scenario": "text", "status": "400", "fault": "workload", "mismatch": "too-long", "count": 4,
-             "messages": [TOO_LONG_V19]}
+    group = _group("400", "workload", 4, TOO_LONG_V19, "too-long")
     summary = _summary(requests=10, ok=6, groups=[group], faults={"workload": 4})
     verdict, reasons, _checks, _ = _run([_level(summary)])
     assert verdict is Verdict.PASS, reasons
 
 
 def test_nothing_valid_sent_is_an_error_not_a_pass_or_fail():
-    group = {"scenario": "text", "status": "400", "fault": "workload", "mismatch": "too-long", "count": 10,
-             "messages": [TOO_LONG_V19]}
+    group = _group("400", "workload", 10, TOO_LONG_V19, "too-long")
     summary = _summary(requests=10, ok=0, groups=[group], faults={"workload": 10})
     verdict, reasons, _, _ = _run([_level(summary)])
     assert verdict is Verdict.ERROR and reasons[0].code is ReasonCode.WORKLOAD_MISMATCH
 
 
 def test_a_tokenizer_error_in_an_answer_fails_even_without_a_log():
-    group = {"scenario": "text", "status": "500", "fault": "tokenizer", "count": 1, "messages": ["Already borrowed"]}
+    group = _group("500", "tokenizer", 1, "Already borrowed")
     summary = _summary(requests=10, ok=9, groups=[group], faults={"tokenizer": 1})
     verdict, reasons, _checks, _ = _run([_level(summary)], log=LogState(given=False))
     assert verdict is Verdict.FAIL
@@ -204,15 +215,15 @@ def test_pass_never_claims_a_log_check_that_did_not_run(log, detail):
 
 
 def test_prompt_token_mismatch_is_reported_once_per_key_across_levels():
-    bad = {"k": {"prompt_tokens": {"10": 2, "12": 1}, "consistent": False}}
+    bad = {"k": _repeat({10: 2, 12: 1})}
     levels = [_level(_summary(repeats=bad)), _level(_summary(repeats=bad))]
     _, reasons, _, _ = _run(levels)
     assert [r.code for r in reasons].count(ReasonCode.PROMPT_TOKENS_MISMATCH) == 1
 
 
 def test_cross_level_mismatch_is_found():
-    a = {"k": {"prompt_tokens": {"10": 2}, "consistent": True}}
-    b = {"k": {"prompt_tokens": {"12": 2}, "consistent": True}}
+    a = {"k": _repeat({10: 2})}
+    b = {"k": _repeat({12: 2})}
     verdict, reasons, _, _ = _run([_level(_summary(repeats=a)), _level(_summary(repeats=b))])
     assert verdict is Verdict.FAIL and "across levels" in reasons[0].message
 
@@ -242,7 +253,7 @@ def test_a_full_disk_ends_the_records_not_the_run():
     import errno
 
     from borrowguard.load.client import Outcome
-    from borrowguard.load.metrics import Metrics
+    from borrowguard.load.metrics import LoadMetrics
     from borrowguard.load.runner import LoadPlan, LoadRun
 
     class FullDisk:
@@ -250,6 +261,47 @@ def test_a_full_disk_ends_the_records_not_the_run():
             raise OSError(errno.ENOSPC, "No space left on device")
 
     factory = RequestFactory(ScenarioSettings(), "m")
-    run = LoadRun(None, factory, Metrics(factory.scenarios), LoadPlan(), FullDisk())  # type: ignore[arg-type]
+    run = LoadRun(None, factory, LoadMetrics(factory.scenarios), LoadPlan(), FullDisk())  # type: ignore[arg-type]
     run._record(Outcome("text", None, None, start=0.0, status=200))
     assert run.records is None and "No space left" in (run.records_error or "")
+
+
+# ------------------------------------------------------------------------------------------- config
+
+
+def test_the_config_owns_the_run_length_rule() -> None:
+    assert VerifyConfig().duration == DEFAULT_DURATION
+    assert VerifyConfig(requests=5).duration is None  # a request count alone: no time limit
+    assert VerifyConfig(requests=5, duration=2.0).duration == 2.0
+
+
+@pytest.mark.parametrize(
+    ("config", "setting"),
+    [
+        (VerifyConfig(url="http://127.0.0.1:9", server_guard=False), "server_guard"),
+        (VerifyConfig(url="localhost:8000"), "url"),
+        (VerifyConfig(concurrency=0), "concurrency"),
+        (VerifyConfig(max_error_rate=2.0), "max_error_rate"),
+        (VerifyConfig(health_path="health"), "health_path"),
+    ],
+)
+def test_config_errors_name_the_setting_never_a_flag(config: VerifyConfig, setting: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        config.validate()
+    assert caught.value.setting == setting and str(caught.value).startswith(setting)
+    assert "--" not in str(caught.value)
+    assert caught.value.said_as("--x").startswith("--x")
+    assert caught.value.for_target("a").said_as("--x").startswith("target a: --x")
+
+
+def test_the_verify_options_take_their_defaults_from_the_config() -> None:
+    from click.testing import CliRunner
+
+    from borrowguard.cli import cli
+    from borrowguard.cli._params import show_mix
+
+    out = "".join(CliRunner().invoke(cli, ["verify", "--help"]).output.split())  # help wraps inside words
+    config = VerifyConfig()
+    for shown in (f"[default:{config.concurrency};", f"[default:{show_mix(config.scenario.mix)}]",
+                  "[default:256x256,720x1280]", f"[default:{config.timeout:g}s]"):
+        assert shown in out, shown

@@ -6,8 +6,9 @@ On a pooling server chat and completions do not exist (404): verify's preflight 
 shapes that collide (load/pooling.py). Unguarded, two renderer threads tokenize with different truncation
 (`truncate_prompt_tokens` N, -1 = the model's maximum, none) and vLLM answers 500 "Already borrowed".
 
-Measured here (30 s at concurrency 16, 2 busy cores, see the report of issue 23): unguarded 12 to 36
-tokenizer-caused failures per 30 s, guarded 0 of 324. THRESHOLD asks for a few, never a single hit.
+Measured here (30 s at concurrency 16, 2 busy cores, see the report of issue 23): unguarded verify runs saw
+12 and 92 tokenizer-caused failures (the stdlib hammer of support/embed_load.py: 36 of 380), guarded 0 of 324
+and 0 of 172. THRESHOLD asks for a few, never a single hit.
 """
 
 from __future__ import annotations

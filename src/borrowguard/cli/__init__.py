@@ -7,15 +7,15 @@ so `borrowguard --help` and `borrowguard doctor` stay fast and import nothing he
 from __future__ import annotations
 
 import importlib
-import os
 import sys
 from typing import Any, NoReturn
 
 import click
 
 from borrowguard._version import __version__
-from borrowguard.cli._common import EXIT_BROKEN_PIPE
+from borrowguard.cli._common import silence_stdout
 from borrowguard.errors import UserInputError
+from borrowguard.exit_codes import ExitCode
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
 _COMMANDS: dict[str, tuple[str, str, str]] = {
@@ -50,18 +50,38 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
-# Third-party modules that only an extra installs -> the extra that brings them.
-_EXTRA_OF = {
-    "aiohttp": "load",
-    "PIL": "load",
-    "fastapi": "server",
-    "uvicorn": "server",
-    "jinja2": "load",
-    "prometheus_client": "load",
-    "jsonschema": "server",
-    "transformers": "guard",
-    "tokenizers": "guard",
-}
+# Distributions imported under another name than theirs (the rest: lower case, '-' -> '_').
+_MODULE_OF = {"pillow": "PIL"}
+_NOT_FOR_USERS = frozenset({"all", "dev"})  # extras that only gather others, or the developers' own
+
+
+def _extra_of(module: str) -> str | None:
+    """The extra of our distribution (pyproject's optional-dependencies, read from its metadata) that
+    installs `module`: the first that lists it, as `pip install 'borrowguard[EXTRA]'` should name."""
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        requires = metadata.requires("borrowguard") or []
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return None
+    for spec in requires:
+        try:
+            req = Requirement(spec)
+        except InvalidRequirement:
+            continue
+        name = req.name.lower()
+        if req.marker is None or _MODULE_OF.get(name, name.replace("-", "_")) != module:
+            continue
+        for extra in _extras(str(req.marker)):
+            if extra not in _NOT_FOR_USERS:
+                return extra
+    return None
+
+
+def _extras(marker: str) -> list[str]:
+    return [part.split("==", 1)[1].strip().strip("'\"") for part in marker.split(" or ") if "extra ==" in part]
 
 
 class LazyGroup(click.Group):
@@ -82,9 +102,8 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except BrokenPipeError:
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())  # the interpreter's final flush must not fail again
-            sys.exit(EXIT_BROKEN_PIPE)
+            silence_stdout()
+            sys.exit(ExitCode.BROKEN_PIPE)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(name, _COMMANDS[name][2]) for name in self.list_commands(ctx)]
@@ -113,12 +132,12 @@ def main(argv: list[str] | None = None) -> Any:
         _fail(str(exc))
     except ModuleNotFoundError as exc:
         top = (exc.name or "").partition(".")[0]
-        if top not in _EXTRA_OF:
+        extra = _extra_of(top)
+        if extra is None:
             raise
-        extra = _EXTRA_OF[top]
         _fail(f"this command needs {top}, which is not installed: pip install 'borrowguard[{extra}]'")
 
 
 def _fail(message: str) -> NoReturn:
     click.echo(f"borrowguard: error: {message}", err=True)
-    sys.exit(2)
+    sys.exit(ExitCode.ERROR)

@@ -13,6 +13,7 @@ from rich.segment import Segment
 
 from borrowguard._text import printable
 from borrowguard.errors import UserInputError
+from borrowguard.exit_codes import ExitCode
 
 
 class _PrintableConsole(Console):
@@ -32,14 +33,10 @@ class _PrintableConsole(Console):
     def on_broken_pipe(self) -> None:
         # Rich exits 1 here, which reads as "warnings"; whoever read our output went away: 141, as a filter.
         self.quiet = True
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        raise SystemExit(EXIT_BROKEN_PIPE)
+        silence_stdout()
+        raise SystemExit(ExitCode.BROKEN_PIPE)
 
 
-# 128 + SIGPIPE: the status of any Unix filter whose reader went away (`borrowguard scan ... | head`), so
-# that it is never mistaken for a verdict (0, 1 and 2 are verdicts).
-EXIT_BROKEN_PIPE = 141
 
 
 def console(stderr: bool = False) -> Console:
@@ -72,11 +69,19 @@ def _flush() -> None:
         _cannot_write(exc)
 
 
-def _cannot_write(error: OSError) -> NoReturn:
-    try:  # the interpreter's final flush of what is left must not fail again
+def silence_stdout() -> None:
+    """Point stdout at /dev/null, so that the interpreter's final flush of what is left cannot fail again
+    (after a closed pipe or a full disk)."""
+    try:
         devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
+        try:
+            os.dup2(devnull, sys.stdout.fileno())
+        finally:
+            os.close(devnull)
     except (OSError, ValueError):
         pass
+
+
+def _cannot_write(error: OSError) -> NoReturn:
+    silence_stdout()
     raise UserInputError(f"cannot write the output: {error.strerror or error}") from None

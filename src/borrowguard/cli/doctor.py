@@ -95,15 +95,7 @@ def doctor(
             click.echo(json.dumps(diagnosis.to_dict(), indent=2))
         else:
             _render(out, diagnosis, strict)
-        raise SystemExit(_exit_code(diagnosis, strict))
-
-
-def _exit_code(diagnosis: Diagnosis, strict: bool) -> int:
-    """The findings' exit code; an incomplete report (see Snapshot.lacks) is at least a warning."""
-    code = diagnosis.exit_code(strict)
-    if diagnosis.environment.lacks:
-        code = max(code, 2 if strict else 1)
-    return code
+        raise SystemExit(diagnosis.exit_code(strict))
 
 
 def _render(out: Console, diagnosis: Diagnosis, strict: bool) -> None:
@@ -163,7 +155,7 @@ def _environment_lines(snap: Snapshot, diagnosis: Diagnosis) -> list[str]:
 def _summary(diagnosis: Diagnosis, strict: bool) -> Text:
     counts = {s: sum(f.severity == s for f in diagnosis.findings) for s in ("error", "warning", "info")}
     parts = [f"{n} {s}{'s' if n != 1 else ''}" for s, n in counts.items() if n]
-    code = _exit_code(diagnosis, strict)
+    code = diagnosis.exit_code(strict)
     verdict = "no known problem" if not diagnosis.findings else ", ".join(parts)
     if diagnosis.environment.lacks:
         verdict = ("no known problem found" if not diagnosis.findings else verdict) + (

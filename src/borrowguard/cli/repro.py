@@ -89,7 +89,7 @@ def repro(
             on_progress=live.update,
         )
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        click.echo(json.dumps(report.to_dict(), indent=2))
     else:
         _render(console(), report)
     raise SystemExit(report.exit_code)

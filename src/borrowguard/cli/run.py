@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from borrowguard.exit_codes import ExitCode
 from borrowguard.run.launch import CommandNotFoundError, CommandNotRunnableError, execute, plan
 
 
@@ -46,4 +47,4 @@ def run(quiet: bool, command: tuple[str, ...]) -> None:
         execute(p)
     except (CommandNotFoundError, CommandNotRunnableError) as exc:  # a shell's exit codes
         click.echo(f"borrowguard: error: {exc}", err=True)
-        sys.exit(127 if isinstance(exc, CommandNotFoundError) else 126)
+        sys.exit(ExitCode.NOT_FOUND if isinstance(exc, CommandNotFoundError) else ExitCode.NOT_EXECUTABLE)

@@ -14,8 +14,9 @@ from rich.table import Table
 from rich.text import Text
 
 from borrowguard._text import printable
-from borrowguard.cli._common import EXIT_BROKEN_PIPE, console, writing_output
+from borrowguard.cli._common import console, writing_output
 from borrowguard.errors import UserInputError
+from borrowguard.exit_codes import ExitCode
 from borrowguard.knowledge import CONFIDENCES, Confidence, load
 from borrowguard.scan import Hit, LogFinding, Scanner, ScanResult, expand, scan_inputs
 from borrowguard.scan.chain import summary
@@ -86,7 +87,7 @@ def scan(
         scan_inputs(inputs, scanner, report)
     result = report.apply(scanner.result(floor))
     _print_result(result, as_json, out)
-    click.get_current_context().exit(max(result.exit_code, result.input_exit_code))
+    click.get_current_context().exit(result.exit_code)
 
 
 def _check_options(
@@ -140,13 +141,13 @@ def _follow(
 
     def show(hit: Hit) -> None:
         # Called from the reading threads, where exiting would end only the thread: a reader of our
-        # output that went away (rich exits with EXIT_BROKEN_PIPE) stops the whole follow instead.
+        # output that went away (rich exits with ExitCode.BROKEN_PIPE) stops the whole follow instead.
         if hit.confidence.rank < floor.rank or reader_gone:
             return
         try:
             out.print(_hit_line(hit))  # type: ignore[union-attr]
         except (SystemExit, BrokenPipeError):
-            reader_gone.append(EXIT_BROKEN_PIPE)
+            reader_gone.append(ExitCode.BROKEN_PIPE)
             stop.set()
 
     on_hit = show if out is not None else None
@@ -166,7 +167,7 @@ def _follow(
     finally:
         signal.signal(signal.SIGINT, previous)
     if reader_gone:
-        sys.exit(EXIT_BROKEN_PIPE)
+        sys.exit(ExitCode.BROKEN_PIPE)
 
 
 # ---- rendering ------------------------------------------------------------------------------------

@@ -13,16 +13,23 @@ from rich.table import Table
 from rich.text import Text
 
 from borrowguard._files import resolve_output
-from borrowguard._text import printable
+from borrowguard._text import printable, redact
 from borrowguard.cli._common import console
+from borrowguard.cli._params import Duration, ImageSizes, Levels, Mix, show_duration, show_mix, show_sizes
 from borrowguard.errors import UserInputError
-from borrowguard.load.options import DEFAULT_MIX, parse_duration, parse_image_sizes, parse_levels, parse_mix
+from borrowguard.exit_codes import ExitCode
+from borrowguard.load.faults import FIXES
 from borrowguard.load.scenarios import ScenarioSettings
 from borrowguard.report import to_json, write_html
 from borrowguard.verify import CheckState, Progress, Verdict, VerifyConfig, VerifyResult, run_verify
-from borrowguard.verify.fleet import check_targets, load_targets, parse_target, run_fleet
+from borrowguard.verify.config import DEFAULT_DURATION, ConfigError
+from borrowguard.verify.fleet import FleetResult, check_targets, load_targets, parse_target, run_fleet
 
 _STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}
+_CONFIG = VerifyConfig()  # the defaults: VerifyConfig owns them, the options show them
+_SCENARIO = _CONFIG.scenario
+# VerifyConfig's settings -> the options that set them (its errors name the setting, the user sees the flag)
+_FLAGS = {"logs": "--log", "log_commands": "--log-cmd"}
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -62,19 +69,25 @@ _STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}
     metavar="CMD",
     help='Command whose output is the server log, e.g. "docker logs -f --since 1s vllm".',
 )
-@click.option("--health-path", default="/health", show_default=True, help="Polled every second.")
+@click.option("--health-path", default=_CONFIG.health_path, show_default=True, help="Polled every second.")
 @click.option(
     "--mix",
-    default=DEFAULT_MIX,
+    type=Mix(),
+    default=show_mix(_SCENARIO.mix),
     show_default=True,
     help="Scenario weights: text (chat and /v1/completions), image, tools (tool_choice=required), "
     "tokenize (/tokenize and /detokenize). One the server cannot take is skipped with a note.",
 )
-@click.option("--image-sizes", default="256x256,720x1280", show_default=True, help="WIDTHxHEIGHT list.")
-@click.option("--images-per-request", default=1, show_default=True, type=click.IntRange(1, 16))
+@click.option(
+    "--image-sizes", type=ImageSizes(), default=show_sizes(_SCENARIO.image_sizes), show_default=True,
+    help="WIDTHxHEIGHT list.",
+)
+@click.option(
+    "--images-per-request", default=_SCENARIO.images_per_request, show_default=True, type=click.IntRange(1, 16)
+)
 @click.option(
     "--tool-result-bytes",
-    default=2048,
+    default=_SCENARIO.tool_result_bytes,
     show_default=True,
     type=click.IntRange(0, 1 << 20),
     help="Size of each prior tool result in tool conversations.",
@@ -90,20 +103,29 @@ _STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}
     metavar="TOKENS",
     help="The server's context window, when /v1/models does not say it (prompts are fitted to it).",
 )
-@click.option("--stream/--no-stream", default=False, show_default=True, help="Streamed (SSE) answers.")
-@click.option("--concurrency", "-c", default=16, show_default=True, type=click.IntRange(1, 4096))
+@click.option("--stream/--no-stream", default=_SCENARIO.stream, show_default=True, help="Streamed (SSE) answers.")
+@click.option("--concurrency", "-c", default=_CONFIG.concurrency, show_default=True, type=click.IntRange(1, 4096))
 @click.option(
-    "--duration", "-d", metavar="TIME", help="How long each level runs: 30s, 5m, 1h [default: 30s]."
+    "--duration",
+    "-d",
+    type=Duration(),
+    metavar="TIME",
+    help=f"How long each level runs: 30s, 5m, 1h [default: {show_duration(DEFAULT_DURATION)}; with -n alone: "
+    "no time limit].",
 )
 @click.option("--requests", "-n", type=click.IntRange(1), help="Stop after N requests (per level).")
 @click.option(
-    "--ramp-up", default="0s", show_default=True, metavar="TIME", help="Start workers over this time."
+    "--ramp-up", type=Duration(allow_zero=True), default=show_duration(_CONFIG.ramp_up), show_default=True,
+    metavar="TIME", help="Start workers over this time.",
 )
-@click.option("--timeout", default="60s", show_default=True, metavar="TIME", help="Per-request timeout.")
-@click.option("--sweep", metavar="LIST", help="Concurrency levels to run in turn, e.g. 8,16,32,64.")
+@click.option(
+    "--timeout", type=Duration(), default=show_duration(_CONFIG.timeout), show_default=True, metavar="TIME",
+    help="Per-request timeout.",
+)
+@click.option("--sweep", type=Levels(), metavar="LIST", help="Concurrency levels to run in turn, e.g. 8,16,32,64.")
 @click.option(
     "--max-error-rate",
-    default=0.0,
+    default=_CONFIG.max_error_rate,
     show_default=True,
     type=float,
     help="Failed requests tolerated, as a fraction (0.01 = 1%).",
@@ -133,7 +155,7 @@ _STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}
     metavar="FILE",
     help="Bundled server only: keep its log here.",
 )
-@click.option("--seed", default=0, hidden=True, type=int)
+@click.option("--seed", default=_SCENARIO.seed, hidden=True, type=int)
 def verify(**opts: Any) -> None:
     """Load a server with concurrent image, tool and text chats, watch its log and health, give a verdict.
 
@@ -161,6 +183,10 @@ def verify(**opts: Any) -> None:
     """
     fleet = _fleet_targets(opts)
     config = _config(opts)
+    try:
+        config.validate()
+    except ConfigError as exc:
+        raise UserInputError(exc.said_as(_flag(exc.setting))) from None
     # Checked before the load, not after it: a run of minutes must not end in "no such directory".
     for option in ("report", "records"):
         if opts[option]:
@@ -172,9 +198,11 @@ def verify(**opts: Any) -> None:
                 result: Any = run_fleet(fleet, config, progress=view.update_target)
             else:
                 result = run_verify(config, progress=view.update)
+    except ConfigError as exc:  # a fleet target's own settings
+        raise UserInputError(exc.said_as(_flag(exc.setting))) from None
     except KeyboardInterrupt:  # before the load started (server start-up): nothing to report
         err.print("borrowguard verify: interrupted before the load started")
-        sys.exit(2)
+        sys.exit(ExitCode.ERROR)
     doc = result.to_dict()
     if opts["as_json"]:
         click.echo(to_json(doc))
@@ -188,7 +216,7 @@ def verify(**opts: Any) -> None:
             err.print(f"report: {opts['report']}")
         except (OSError, UserInputError) as exc:  # the verdict stands; say what was lost
             err.print(f"borrowguard verify: error: the report could not be written: {exc}", markup=False)
-            sys.exit(max(result.exit_code, 2))
+            sys.exit(max(result.exit_code, ExitCode.ERROR))
     sys.exit(result.exit_code)
 
 
@@ -207,22 +235,16 @@ def _fleet_targets(opts: dict[str, Any]) -> list[Any]:
 
 
 def _config(opts: dict[str, Any]) -> VerifyConfig:
-    duration = parse_duration(opts["duration"], "--duration") if opts["duration"] else None
-    if duration is None and opts["requests"] is None:
-        duration = 30.0
     scenario = ScenarioSettings(
-        mix=parse_mix(opts["mix"]),
-        image_sizes=tuple(parse_image_sizes(opts["image_sizes"])),
+        mix=opts["mix"],
+        image_sizes=opts["image_sizes"],
         images_per_request=opts["images_per_request"],
         tool_result_bytes=opts["tool_result_bytes"],
         vllm_extensions=not opts["no_vllm_extensions"],
         stream=opts["stream"],
         seed=opts["seed"],
     )
-    if opts["url"] and opts["server_guard"] is not None:
-        raise UserInputError(
-            "--server-guard applies to the bundled server only; it cannot change a server at --url"
-        )
+    guard = {"on": True, "off": False, None: None}[opts["server_guard"]]
     return VerifyConfig(
         url=opts["url"],
         model=opts["model"],
@@ -232,17 +254,21 @@ def _config(opts: dict[str, Any]) -> VerifyConfig:
         health_path=opts["health_path"],
         scenario=scenario,
         concurrency=opts["concurrency"],
-        duration=duration,
+        duration=opts["duration"],
         requests=opts["requests"],
-        ramp_up=parse_duration(opts["ramp_up"], "--ramp-up", allow_zero=True),
-        timeout=parse_duration(opts["timeout"], "--timeout"),
-        sweep=parse_levels(opts["sweep"]) if opts["sweep"] else None,
+        ramp_up=opts["ramp_up"],
+        timeout=opts["timeout"],
+        sweep=opts["sweep"],
         max_error_rate=opts["max_error_rate"],
         max_model_len=opts["max_model_len"],
         records=opts["records"],
-        server_guard=opts["server_guard"] != "off",
+        server_guard=guard,
         server_log=opts["server_log"],
     )
+
+
+def _flag(setting: str) -> str:
+    return _FLAGS.get(setting, "--" + setting.replace("_", "-"))
 
 
 class _ProgressView:
@@ -293,103 +319,94 @@ def _progress_line(p: Progress) -> str:
 def _render(out: Any, result: VerifyResult) -> None:
     if not out.is_terminal:
         out.width = max(out.width, 120)  # a pipe or CI log: do not squeeze the table into 80 columns
-    doc = result.to_dict()
-    for level in doc["levels"]:
-        s = level["summary"]
+    for level in result.levels:
+        s = level.summary
         table = Table(
-            title=f"concurrency {level['concurrency']}: {s['requests']} requests in "
-            f"{level['elapsed_s']:.1f}s ({s['requests_per_s'] or 0:.1f} req/s)",
+            title=f"concurrency {level.concurrency}: {s.requests} requests in "
+            f"{level.elapsed:.1f}s ({s.requests_per_s or 0:.1f} req/s)",
             title_justify="left",
         )
         for col in ("scenario", "count", "ok", "statuses", "p50", "p95", "p99", "TTFT p50", "out tok/s"):
             table.add_column(col, justify="left" if col in ("scenario", "statuses") else "right")
-        for name, sc in s["scenarios"].items():
-            lat, ttft = sc["latency_s"], sc["ttft_s"] or {}
+        for name, sc in s.scenarios.items():
             table.add_row(
                 name,
-                str(sc["count"]),
-                str(sc["ok"]),
-                ", ".join(f"{k}: {v}" for k, v in sc["statuses"].items()),
-                _ms(lat["p50"]),
-                _ms(lat["p95"]),
-                _ms(lat["p99"]),
-                _ms(ttft.get("p50")),
-                f"{sc['output_tokens_per_s'] or 0:.0f}",
+                str(sc.count),
+                str(sc.ok),
+                ", ".join(f"{k}: {v}" for k, v in sc.statuses.items()),
+                _ms(sc.latency.p50),
+                _ms(sc.latency.p95),
+                _ms(sc.latency.p99),
+                _ms(sc.ttft.p50 if sc.ttft is not None else None),
+                f"{sc.output_tokens_per_s or 0:.0f}",
             )
         out.print(table)
-    if doc["log"]["finding_counts"]:
-        out.print(Text("log findings: " + ", ".join(f"{k} × {v}" for k, v in doc["log"]["finding_counts"].items())))
-    _render_workload(out, doc)
-    for note in doc["notes"]:
-        out.print(Text(printable(f"note: {note}"), style="dim"))
+    if result.finding_counts:
+        out.print(Text(_shown(result, "log findings: " + ", ".join(f"{k} × {v}" for k, v in result.finding_counts.items()))))
+    _render_workload(out, result)
+    for note in result.notes:
+        out.print(Text(_shown(result, f"note: {note}"), style="dim"))
     if result.highest_passing is not None and len(result.levels) > 1:
         out.print(f"highest concurrency that passed: {result.highest_passing}")
     verdict = Text(str(result.verdict), style=_STYLE.get(result.verdict, "bold"))
     if result.verdict is Verdict.PASS:
-        ran = [c["detail"] for c in doc["checks"] if c["state"] == CheckState.PASSED]
+        ran = [c.detail for c in result.checks if c.state is CheckState.PASSED]
         out.print(Text.assemble(verdict, " — " + ", ".join(ran)))
     else:
         out.print(verdict)
-        for reason in doc["reasons"]:
-            out.print(Text(printable(f"  - [{reason['code']}] {reason['message']}")))
-    for check in doc["checks"]:
-        if check["state"] == CheckState.NOT_RUN:
-            out.print(Text(printable(f"  not checked: {check['name']}: {check['detail']}"), style="yellow"))
+        for reason in result.reasons:
+            out.print(Text(_shown(result, f"  - [{reason.code}] {reason.message}")))
+    for check in result.checks:
+        if check.state is CheckState.NOT_RUN:
+            out.print(Text(_shown(result, f"  not checked: {check.name}: {check.detail}"), style="yellow"))
 
 
-def _render_workload(out: Any, doc: dict[str, Any]) -> None:
+def _render_workload(out: Any, result: VerifyResult) -> None:
     """The target as learned, and what the workload could not send: never the server's fault."""
-    t = doc["target"]
+    t = result.target
     if t:
         learned = [f"{t.get('server') or 'server'} {t.get('version') or ''}".strip(), f"model {t.get('model')}"]
         if t.get("max_model_len"):
             learned.append(f"max_model_len {t['max_model_len']} ({t.get('max_model_len_source')})")
-        out.print(Text(printable("target: " + ", ".join(learned)), style="dim"))
+        out.print(Text(_shown(result, "target: " + ", ".join(learned)), style="dim"))
         for name, state in (t.get("scenarios") or {}).items():
             if state != "accepted":
-                out.print(Text(printable(f"scenario {name}: {state}"), style="yellow"))
-    mismatches = [
-        g for lvl in doc["levels"] for g in lvl["summary"]["errors_by_status"] if g.get("fault") == "workload"
-    ]
-    for g in mismatches:
-        msg = g["messages"][0][:160] if g["messages"] else ""
-        line = (f"workload mismatch (ours, not counted against the server): {g['count']} × {g['status']} "
-                f"on {g['scenario']} [{g.get('mismatch')}] {msg} — fix: {_fix(g.get('mismatch'))}")
-        out.print(Text(printable(line), style="yellow"))
+                out.print(Text(_shown(result, f"scenario {name}: {state}"), style="yellow"))
+    for g in (g for level in result.levels for g in level.summary.groups(workload=True)):
+        msg = g.messages[0][:160] if g.messages else ""
+        fix = FIXES.get(g.mismatch, "see the message") if g.mismatch is not None else "see the message"
+        line = (f"workload mismatch (ours, not counted against the server): {g.count} × {g.status} "
+                f"on {g.scenario} [{g.mismatch}] {msg} — fix: {fix}")
+        out.print(Text(_shown(result, line), style="yellow"))
 
 
-def _fix(mismatch: str | None) -> str:
-    from borrowguard.load.faults import FIXES, MismatchKind
-
-    try:
-        return FIXES[MismatchKind(mismatch)]
-    except ValueError:
-        return "see the message"
-
-
-def _render_fleet(out: Any, fleet: Any) -> None:
+def _render_fleet(out: Any, fleet: FleetResult) -> None:
     """One row per target, the reasons of those that did not pass, then the fleet's verdict."""
     if not out.is_terminal:
         out.width = max(out.width, 120)
-    doc = fleet.to_dict()
-    table = Table(title=f"fleet of {len(doc['targets'])}: {doc['elapsed_s']:.1f}s", title_justify="left")
+    table = Table(title=f"fleet of {len(fleet.targets)}: {fleet.elapsed:.1f}s", title_justify="left")
     for col in ("target", "url", "verdict", "requests", "ok", "tokenizer findings", "not checked"):
         table.add_column(col, justify="right" if col in ("requests", "ok", "tokenizer findings") else "left")
-    for t in doc["targets"]:
-        summary = t["levels"][-1]["summary"] if t["levels"] else {"requests": 0, "ok": 0}
-        tokenizer = sum(n for k, n in t["log"]["finding_counts"].items() if k.startswith("tokenizer"))
-        skipped = ", ".join(c["name"] for c in t["checks"] if c["state"] == CheckState.NOT_RUN)
-        table.add_row(Text(printable(t["name"])), Text(printable(t["target"].get("url") or "")),
-                      Text(str(t["verdict"]), style=_STYLE.get(t["verdict"], "bold")),
-                      str(summary["requests"]), str(summary["ok"]), str(tokenizer), skipped or "–")
+    for name, r in fleet.targets:
+        last = r.levels[-1].summary if r.levels else None
+        tokenizer = sum(n for k, n in r.finding_counts.items() if k.startswith("tokenizer"))
+        skipped = ", ".join(str(c.name) for c in r.checks if c.state is CheckState.NOT_RUN)
+        table.add_row(Text(_shown(r, name)), Text(_shown(r, r.target.get("url") or "")),
+                      Text(str(r.verdict), style=_STYLE.get(r.verdict, "bold")),
+                      str(last.requests if last else 0), str(last.ok if last else 0), str(tokenizer), skipped or "–")
     out.print(table)
-    for t in doc["targets"]:
-        for reason in t["reasons"]:
-            out.print(Text(printable(f"  {t['name']}: [{reason['code']}] {reason['message']}")))
-        for note in t["notes"]:
-            out.print(Text(printable(f"  {t['name']}: note: {note}"), style="dim"))
+    for name, r in fleet.targets:
+        for reason in r.reasons:
+            out.print(Text(_shown(r, f"  {name}: [{reason.code}] {reason.message}")))
+        for note in r.notes:
+            out.print(Text(_shown(r, f"  {name}: note: {note}"), style="dim"))
     out.print(Text.assemble(Text(f"fleet {fleet.verdict}", style=_STYLE.get(fleet.verdict, "bold")),
                             " — the worst of its targets"))
+
+
+def _shown(result: VerifyResult, text: str) -> str:
+    """Text from the server or its log, safe for the terminal: no escape sequence, no secret it echoed."""
+    return printable(redact(text, result.secrets))
 
 
 def _ms(seconds: float | None) -> str:

@@ -58,10 +58,11 @@ class Diagnosis:
         return self.findings[0].severity if self.findings else None
 
     def exit_code(self, strict: bool = False) -> int:
-        """0: nothing or info only; 1: warnings (2 with `strict`); 2: errors."""
+        """0: nothing or info only; 1: warnings (2 with `strict`); 2: errors. An incomplete report (see
+        Snapshot.lacks) is at least a warning."""
         if self.worst is Severity.ERROR:
             return 2
-        if self.worst is Severity.WARNING:
+        if self.worst is Severity.WARNING or self.environment.lacks:
             return 2 if strict else 1
         return 0
 

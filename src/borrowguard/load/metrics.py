@@ -4,6 +4,9 @@
 - The time axis is a list of buckets that starts at one second per bucket and doubles the width (merging
   neighbours) whenever it would exceed `max_buckets`: an hours-long run keeps the same few hundred kB.
 - Error messages, repeat observations and log findings keep a bounded sample plus exact counts.
+
+The running tallies here are mutable and private to the run; `LoadMetrics.summary()` hands out a frozen
+`LevelSummary` (load/summary.py).
 """
 
 from __future__ import annotations
@@ -11,9 +14,19 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from borrowguard.load.client import Outcome
+from borrowguard.load.faults import Fault, MismatchKind
+from borrowguard.load.summary import (
+    STATUS_CLASSES,
+    ErrorGroup,
+    LevelSummary,
+    Percentiles,
+    RepeatStats,
+    ScenarioSummary,
+    Series,
+    SeriesPoint,
+)
 
 _MIN = 1e-4  # seconds; anything faster lands in the first bucket
 _MAX_DISTINCT = 32  # prompt_tokens values kept per repeat key
@@ -81,9 +94,6 @@ def status_class(outcome: Outcome) -> str:
     return "error"  # no usable HTTP answer: timeout, reset, bad stream, refused...
 
 
-STATUS_CLASSES = ("2xx", "4xx", "5xx", "error")
-
-
 @dataclass
 class Bucket:
     """One slice of the time axis."""
@@ -131,28 +141,28 @@ class TimeSeries:
         self.buckets = merged
         self.width *= 2
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "width_s": self.width,
-            "buckets": [
-                {
-                    "t": round(i * self.width, 3),
-                    "count": b.count,
-                    "classes": {k: b.classes[k] for k in STATUS_CLASSES if b.classes[k]},
-                    "p50": _r(b.latency.percentile(50)),
-                    "p95": _r(b.latency.percentile(95)),
-                    "max": _r(b.latency.max if b.latency.count else None),
-                    "inflight_max": b.inflight_max,
-                    "findings": dict(b.findings),
-                    "health_failures": b.health_failures,
-                }
+    def summary(self) -> Series:
+        return Series(
+            self.width,
+            tuple(
+                SeriesPoint(
+                    t=round(i * self.width, 3),
+                    count=b.count,
+                    classes={k: b.classes[k] for k in STATUS_CLASSES if b.classes[k]},
+                    p50=_r(b.latency.percentile(50)),
+                    p95=_r(b.latency.percentile(95)),
+                    max=_r(b.latency.max if b.latency.count else None),
+                    inflight_max=b.inflight_max,
+                    findings=dict(b.findings),
+                    health_failures=b.health_failures,
+                )
                 for i, b in enumerate(self.buckets)
-            ],
-        }
+            ),
+        )
 
 
 @dataclass
-class ScenarioStats:
+class _ScenarioTally:
     count: int = 0
     ok: int = 0
     statuses: Counter = field(default_factory=Counter)
@@ -160,56 +170,58 @@ class ScenarioStats:
     ttft: LogHistogram = field(default_factory=LogHistogram)
     completion_tokens: int = 0
 
-    def to_dict(self, elapsed: float) -> dict[str, Any]:
-        return {
-            "count": self.count,
-            "ok": self.ok,
-            "statuses": dict(sorted(self.statuses.items())),
-            "latency_s": _percentiles(self.latency),
-            "ttft_s": _percentiles(self.ttft) if self.ttft.count else None,
-            "completion_tokens": self.completion_tokens,
-            "output_tokens_per_s": round(self.completion_tokens / elapsed, 2) if elapsed > 0 else None,
-        }
+    def summary(self, elapsed: float) -> ScenarioSummary:
+        return ScenarioSummary(
+            count=self.count,
+            ok=self.ok,
+            statuses=dict(sorted(self.statuses.items())),
+            latency=_percentiles(self.latency),
+            ttft=_percentiles(self.ttft) if self.ttft.count else None,
+            completion_tokens=self.completion_tokens,
+            output_tokens_per_s=round(self.completion_tokens / elapsed, 2) if elapsed > 0 else None,
+        )
 
 
 @dataclass
-class ErrorGroup:
+class _ErrorTally:
     scenario: str
     label: str
-    fault: str = "server"
-    mismatch: str | None = None
+    fault: Fault = Fault.SERVER
+    mismatch: MismatchKind | None = None
     count: int = 0
     first_t: float = 0.0
     messages: list[str] = field(default_factory=list)
 
+    def summary(self) -> ErrorGroup:
+        return ErrorGroup(self.scenario, self.label, self.fault, self.mismatch, self.count, self.first_t,
+                          tuple(self.messages))
+
 
 @dataclass
-class RepeatStats:
-    """The `usage.prompt_tokens` seen for one identical request, with when each value first showed up."""
-
+class _RepeatTally:
     values: Counter = field(default_factory=Counter)
     first_seen: dict[int, float] = field(default_factory=dict)
     without_usage: int = 0
 
-    @property
-    def consistent(self) -> bool:
-        return len(self.values) <= 1
+    def summary(self) -> RepeatStats:
+        return RepeatStats(dict(sorted(self.values.items())), dict(sorted(self.first_seen.items())),
+                           self.without_usage)
 
 
-class Metrics:
+class LoadMetrics:
     """Everything the verdict and the report need, aggregated as outcomes arrive."""
 
     def __init__(self, scenarios: list[str]) -> None:
-        self.scenarios: dict[str, ScenarioStats] = {name: ScenarioStats() for name in scenarios}
+        self.scenarios: dict[str, _ScenarioTally] = {name: _ScenarioTally() for name in scenarios}
         self.overall = LogHistogram()
         self.series = TimeSeries()
-        self.errors: dict[tuple[str, str, str], ErrorGroup] = {}
+        self.errors: dict[tuple[str, str, Fault], _ErrorTally] = {}
         self.errors_dropped = 0
-        self.faults: Counter = Counter()  # failed requests by whose fault (load.faults.Fault)
+        self.faults: Counter[Fault] = Counter()  # failed requests by whose fault
         self.tied_resets = 0  # resets right after an error answer: counted with that answer's fault
         self.retried = 0  # requests sent again once: the server had closed their keep-alive connection
-        self._untied_error_answers: list[str] = []  # faults of error answers no reset was tied to yet
-        self.repeats: dict[str, RepeatStats] = {}
+        self._untied_error_answers: list[Fault] = []  # faults of error answers no reset was tied to yet
+        self.repeats: dict[str, _RepeatTally] = {}
         self.inflight = 0
         self.requests = 0
         self.ok = 0
@@ -225,7 +237,7 @@ class Metrics:
         self.inflight -= 1
         self.requests += 1
         self.retried += outcome.retried
-        stats = self.scenarios.setdefault(outcome.scenario, ScenarioStats())
+        stats = self.scenarios.setdefault(outcome.scenario, _ScenarioTally())
         stats.count += 1
         label = outcome.label
         stats.statuses[label] += 1
@@ -248,7 +260,7 @@ class Metrics:
             self._error(outcome, label, end)
 
     def _repeat(self, outcome: Outcome, t: float) -> None:
-        stats = self.repeats.setdefault(outcome.repeat_key or "", RepeatStats())
+        stats = self.repeats.setdefault(outcome.repeat_key or "", _RepeatTally())
         value = outcome.prompt_tokens
         if value is None:
             stats.without_usage += 1
@@ -259,7 +271,7 @@ class Metrics:
     def _error(self, outcome: Outcome, label: str, t: float) -> None:
         if outcome.error == "refused" and self.first_refused is None:
             self.first_refused = t
-        fault = str(outcome.fault or "server")
+        fault = Fault(outcome.fault or Fault.SERVER)
         if outcome.status is not None:
             self._untied_error_answers.append(fault)
             del self._untied_error_answers[:-_MAX_ERROR_KEYS]
@@ -267,17 +279,17 @@ class Metrics:
             # A server that drops the connection after an exception (vLLM does, after a 400) resets the
             # next request sent on it: one failure, not two.
             fault = self._untied_error_answers.pop(0)
-            outcome.fault = fault  # type: ignore[assignment]
+            outcome.fault = fault
             self.tied_resets += 1
         self.faults[fault] += 1
-        mismatch = str(outcome.mismatch) if outcome.mismatch else None
+        mismatch = MismatchKind(outcome.mismatch) if outcome.mismatch else None
         key = (outcome.scenario, label, fault)
         group = self.errors.get(key)
         if group is None:
             if len(self.errors) >= _MAX_ERROR_KEYS:
                 self.errors_dropped += 1
                 return
-            group = self.errors[key] = ErrorGroup(outcome.scenario, label, fault, mismatch, first_t=round(t, 3))
+            group = self.errors[key] = _ErrorTally(outcome.scenario, label, fault, mismatch, first_t=round(t, 3))
         group.count += 1
         message = outcome.message or ""
         if message and message not in group.messages and len(group.messages) < _MAX_MESSAGES:
@@ -299,52 +311,31 @@ class Metrics:
             return (n1 - n0) / (t1 - t0)
         return n1 / now if now > 0 else 0.0  # the first sample: the average so far
 
-    def summary(self, elapsed: float) -> dict[str, Any]:
-        return {
-            "requests": self.requests,
-            "ok": self.ok,
-            "errors": self.requests - self.ok,
-            "error_rate": round((self.requests - self.ok) / self.requests, 6) if self.requests else 0.0,
-            "requests_per_s": round(self.requests / elapsed, 2) if elapsed > 0 else None,
-            "latency_s": _percentiles(self.overall),
-            "scenarios": {name: s.to_dict(elapsed) for name, s in self.scenarios.items()},
-            "errors_by_fault": dict(sorted(self.faults.items())),
-            "resets_tied_to_error_answers": self.tied_resets,
-            "retried_on_closed_connection": self.retried,
-            "errors_by_status": [
-                {
-                    "scenario": g.scenario,
-                    "status": g.label,
-                    "fault": g.fault,
-                    "mismatch": g.mismatch,
-                    "count": g.count,
-                    "first_t": g.first_t,
-                    "messages": g.messages,
-                }
-                for g in sorted(self.errors.values(), key=lambda g: -g.count)
-            ],
-            "error_groups_dropped": self.errors_dropped,
-            "repeats": {
-                key: {
-                    "prompt_tokens": {str(v): n for v, n in sorted(r.values.items())},
-                    "first_seen_t": {str(v): t for v, t in sorted(r.first_seen.items())},
-                    "without_usage": r.without_usage,
-                    "consistent": r.consistent,
-                }
-                for key, r in sorted(self.repeats.items())
-            },
-        }
+    def summary(self, elapsed: float) -> LevelSummary:
+        return LevelSummary(
+            requests=self.requests,
+            ok=self.ok,
+            requests_per_s=round(self.requests / elapsed, 2) if elapsed > 0 else None,
+            latency=_percentiles(self.overall),
+            scenarios={name: s.summary(elapsed) for name, s in self.scenarios.items()},
+            errors_by_fault=dict(sorted(self.faults.items())),
+            tied_resets=self.tied_resets,
+            retried=self.retried,
+            error_groups=tuple(g.summary() for g in sorted(self.errors.values(), key=lambda g: -g.count)),
+            error_groups_dropped=self.errors_dropped,
+            repeats={key: r.summary() for key, r in sorted(self.repeats.items())},
+        )
 
 
 def _r(value: float | None) -> float | None:
     return None if value is None else round(value, 5)
 
 
-def _percentiles(hist: LogHistogram) -> dict[str, float | None]:
-    return {
-        "p50": _r(hist.percentile(50)),
-        "p95": _r(hist.percentile(95)),
-        "p99": _r(hist.percentile(99)),
-        "mean": _r(hist.mean),
-        "max": _r(hist.max if hist.count else None),
-    }
+def _percentiles(hist: LogHistogram) -> Percentiles:
+    return Percentiles(
+        p50=_r(hist.percentile(50)),
+        p95=_r(hist.percentile(95)),
+        p99=_r(hist.percentile(99)),
+        mean=_r(hist.mean),
+        max=_r(hist.max if hist.count else None),
+    )

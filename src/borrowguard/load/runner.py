@@ -16,7 +16,7 @@ from typing import IO, Any
 
 from borrowguard.load.client import TIMEOUT, ChatClient, Outcome
 from borrowguard.load.faults import Fault
-from borrowguard.load.metrics import Metrics
+from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.scenarios import RequestFactory
 
 
@@ -36,7 +36,7 @@ class LoadRun:
         self,
         client: ChatClient,
         factory: RequestFactory,
-        metrics: Metrics,
+        metrics: LoadMetrics,
         plan: LoadPlan,
         records: IO[str] | None = None,
         record_extra: dict | None = None,
@@ -63,10 +63,6 @@ class LoadRun:
     def abort(self) -> None:
         self._stop.set()
         self._abort.set()
-
-    @property
-    def stopping(self) -> bool:
-        return self._stop.is_set()
 
     def elapsed(self) -> float:
         if self.started_at is None:

@@ -32,8 +32,13 @@ from borrowguard.load import pooling
 from borrowguard.load.filler import tool_result, words
 from borrowguard.load.fit import ContextFit, ScenarioSize
 from borrowguard.load.images import FORMATS, data_url, make_image
-from borrowguard.load.options import CHAT_MIX, parse_mix
 
+SCENARIOS = ("text", "image", "tools", "tokenize", "embed", "rerank", "score", "pooling", "classify")  # a mix's names
+CHAT_MIX = {"text": 2.0, "image": 1.0, "tools": 1.0, "tokenize": 1.0}
+# The pooling scenarios (load.pooling) are in verify's default mix too (VerifyConfig): the preflight keeps
+# those the server serves, so an embedding or reranking server gets its own endpoints raced and a chat
+# server loses nothing.
+POOLING_MIX = {"embed": 2.0, "rerank": 1.0, "score": 1.0, "pooling": 1.0, "classify": 1.0}
 TRUNCATE_RANGE = (8, 192)
 # Not image requests: cutting a multimodal prompt can cut its image placeholders, which a healthy vLLM
 # rejects. Image requests still collide with the truncating text/tool requests on the shared tokenizer.
@@ -73,7 +78,7 @@ POOLING_ENDPOINTS = frozenset(Endpoint(p) for paths in pooling.SCENARIO_ENDPOINT
 class ScenarioSettings:
     """The knobs of the request mix (all from the CLI)."""
 
-    mix: dict[str, float] = field(default_factory=lambda: parse_mix(CHAT_MIX))  # the CLI adds POOLING_MIX
+    mix: dict[str, float] = field(default_factory=lambda: dict(CHAT_MIX))  # verify's default adds POOLING_MIX
     image_sizes: tuple[tuple[int, int], ...] = ((256, 256), (720, 1280))
     images_per_request: int = 1
     tool_result_bytes: int = 2048
@@ -86,7 +91,7 @@ class ScenarioSettings:
 
 
 @dataclass(frozen=True)
-class Plan:
+class RequestPlan:
     """One request to send, decided on the event loop: what to build and how."""
 
     scenario: str
@@ -108,7 +113,7 @@ class Plan:
 
 @dataclass(frozen=True)
 class BuiltRequest:
-    plan: Plan
+    plan: RequestPlan
     body: bytes
     stream: bool = False
     scale: float = 1.0
@@ -163,7 +168,7 @@ class RequestFactory:
             self.settings = ScenarioSettings(**{**self.settings.__dict__, "mix": mix})
             self._order = cycle(_smooth_weighted_order(mix))
 
-    def plan(self) -> Plan:
+    def plan(self) -> RequestPlan:
         scenario = next(self._order)
         self._counts[scenario] += 1
         generation = self.fit.generation
@@ -171,9 +176,9 @@ class RequestFactory:
         if every > 0 and (self._counts[scenario] - 1) % every == 0:  # the first one too: an early baseline
             variant = next(self._variants[scenario])
             if scenario in pooling.POOLING_SCENARIOS:  # a repeat goes to one endpoint, always the same
-                return Plan(scenario, variant, seed=0, endpoint=self.pooling_endpoints[scenario][0],
+                return RequestPlan(scenario, variant, seed=0, endpoint=self.pooling_endpoints[scenario][0],
                             max_tokens=0, generation=generation)
-            return Plan(
+            return RequestPlan(
                 scenario,
                 variant,
                 seed=0,
@@ -184,12 +189,12 @@ class RequestFactory:
             )
         return self._unique(scenario, generation)
 
-    def _unique(self, scenario: str, generation: int) -> Plan:
+    def _unique(self, scenario: str, generation: int) -> RequestPlan:
         r, s = self._rng, self.settings
         ext = s.vllm_extensions
         if scenario in pooling.POOLING_SCENARIOS:
             endpoint = r.choice(self.pooling_endpoints[scenario])
-            return Plan(scenario, "unique", r.getrandbits(63), None, endpoint, 0, False, generation)
+            return RequestPlan(scenario, "unique", r.getrandbits(63), None, endpoint, 0, False, generation)
         truncate = None
         if ext and scenario in TRUNCATABLE and r.random() < s.truncate_share:
             truncate = r.randint(*TRUNCATE_RANGE)
@@ -201,11 +206,11 @@ class RequestFactory:
         # max_tokens=1 moves vLLM 0.19's truncation length to the model's maximum: another queue.
         max_tokens = self.tool_max_tokens if scenario == "tools" else (1 if r.random() < 0.35 else MAX_TOKENS)
         bad_words = ext and scenario != "tokenize" and r.random() < s.bad_words_share
-        return Plan(
+        return RequestPlan(
             scenario, "unique", r.getrandbits(63), truncate, endpoint, max_tokens, bad_words, generation
         )
 
-    def build(self, plan: Plan) -> BuiltRequest:
+    def build(self, plan: RequestPlan) -> BuiltRequest:
         """Thread-safe: uses only the plan's own seed (and a cache of identical repeat bodies)."""
         scale = self.fit.scale(plan.scenario)
         key = plan.repeat_key
@@ -232,10 +237,10 @@ class RequestFactory:
     def is_pooling(scenario: str) -> bool:
         return scenario in pooling.POOLING_SCENARIOS
 
-    def _streams(self, plan: Plan) -> bool:
+    def _streams(self, plan: RequestPlan) -> bool:
         return self.settings.stream and plan.endpoint in (Endpoint.CHAT, Endpoint.COMPLETION)
 
-    def body(self, plan: Plan, rng: random.Random | None, scale: float) -> dict[str, Any]:
+    def body(self, plan: RequestPlan, rng: random.Random | None, scale: float) -> dict[str, Any]:
         """The JSON body of `plan`; `rng=None` gives the fixed content of a repeat."""
         if plan.scenario in pooling.POOLING_SCENARIOS:
             return pooling.body(plan.scenario, self.model, rng, scale, plan.variant,
@@ -271,7 +276,7 @@ class RequestFactory:
             body["stream"] = False
         return body
 
-    def needs_thread(self, plan: Plan) -> bool:
+    def needs_thread(self, plan: RequestPlan) -> bool:
         """Image encoding takes milliseconds; do it off the event loop (Pillow releases the GIL)."""
         return plan.scenario == "image" and plan.repeat_key not in self._repeat_cache
 
@@ -282,7 +287,7 @@ class RequestFactory:
         if scenario in pooling.POOLING_SCENARIOS:
             return pooling.probe_body(scenario, self.model)
         max_tokens = TOOL_MAX_TOKENS if scenario == "tools" else 1
-        plan = Plan(scenario, "probe", seed=1, endpoint=endpoint, max_tokens=max_tokens)
+        plan = RequestPlan(scenario, "probe", seed=1, endpoint=endpoint, max_tokens=max_tokens)
         body = self.body(plan, random.Random(1), scale)
         body["stream"] = False
         body.pop("stream_options", None)

@@ -2,7 +2,7 @@
 
     report = run_repro(threads=8, seconds=5)      # unguarded pass, then guarded pass
     report.verdict                                # "crash" on transformers 4.57 + tokenizers 0.22
-    report.to_json()
+    report.to_dict()
 
 The workload is `borrowguard.race`'s: per-call mixes of truncation/padding settings, pairs, batches and
 chat templates, checked against serial results computed first. The guarded pass runs the same calls on a
@@ -70,7 +70,7 @@ class Stack:
     tokenizers: str
     vllm: str | None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -82,7 +82,7 @@ class PassResult:
     verdict: ReproVerdict
     result: HammerResult
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         data = self.result.to_dict()
         del data["calls_by_shape"]
         return {"verdict": self.verdict, **data}
@@ -114,19 +114,19 @@ class ReproReport:
     def exit_code(self) -> int:
         return 0 if self.verdict == SAFE else 1
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The issue's schema; the top-level counts are the counting pass's ("pass" says which), and
         "guarded" is the guarded pass when it ran beside an unguarded one, else null."""
-        counted = self.counting.to_json()
+        counted = self.counting.to_dict()
         return {
             "verdict": self.verdict,
-            "stack": self.stack.to_json(),
+            "stack": self.stack.to_dict(),
             "threads": self.threads,
             "seconds": self.seconds,
             "calls": counted["calls"],
             "exceptions": counted["exceptions"],
             "wrong_outputs": counted["wrong_outputs"],
-            "guarded": self.guarded.to_json() if self.guarded and self.unguarded else None,
+            "guarded": self.guarded.to_dict() if self.guarded and self.unguarded else None,
             "pass": self.counting.name,
             "paths": list(self.paths),
             "examples": counted["examples"],

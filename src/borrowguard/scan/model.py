@@ -189,9 +189,10 @@ class ScanResult:
 
     @property
     def exit_code(self) -> int:
-        """0: nothing (or only info), 1: warnings, 2: errors."""
+        """0: nothing (or only info), 1: warnings, 2: errors; and never below `input_exit_code`."""
         worst = self.worst
-        return 0 if worst is None else {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}[worst]
+        found = 0 if worst is None else {Severity.INFO: 0, Severity.WARNING: 1, Severity.ERROR: 2}[worst]
+        return max(found, self.input_exit_code)
 
     def to_dict(self) -> dict[str, Any]:
         return {

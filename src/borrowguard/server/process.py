@@ -183,10 +183,6 @@ class ServerProcess:
         """The last lines the server printed (stdout and stderr)."""
         return "\n".join(list(self._output)[-lines:])
 
-    def read_log(self) -> str:
-        assert self.log_path is not None
-        return self.log_path.read_text(encoding="utf-8", errors="replace")
-
 
 def _connectable(url: str) -> str:
     for wildcard, loopback in _WILDCARDS.items():

@@ -32,10 +32,6 @@ LISTENING = "borrowguard serve: listening on {url} ({engine} engine, guard {guar
 _LOOPBACK = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}
 
 
-class GuardUnavailableError(BorrowguardError):
-    """--guard on was asked for but this build has no working guard."""
-
-
 def listening_line(url: str, guard: bool) -> str:
     return LISTENING.format(url=url, engine=ENGINE_NAME, guard="on" if guard else "off")
 
@@ -43,14 +39,7 @@ def listening_line(url: str, guard: bool) -> str:
 def install_guard() -> None:
     import borrowguard
 
-    try:
-        install = borrowguard.install
-    except AttributeError:
-        raise GuardUnavailableError(
-            "--guard on, but this build of borrowguard has no guard (borrowguard.install is missing); "
-            "use --guard off to run unguarded"
-        ) from None
-    install()
+    borrowguard.install()
     logs.get_logger().info("borrowguard guard installed (borrowguard.install()): is_installed() = %s",
                            borrowguard.is_installed())
 

@@ -42,7 +42,7 @@ class EndpointProbe:
 
 def served_from(path: str, status: int | None, message: str) -> EndpointProbe:
     """Judge one probe answer (pure; see the module docstring)."""
-    if status in (404, 405):
+    if status in (404, 405, 501):
         return EndpointProbe(path, False, status, message)
     if status is not None and status >= 400 and NOT_SUPPORTED.search(message or ""):
         return EndpointProbe(path, False, status, message)

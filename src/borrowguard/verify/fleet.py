@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from borrowguard.errors import UserInputError
-from borrowguard.verify.config import VerifyConfig
+from borrowguard.verify.config import ConfigError, VerifyConfig
 from borrowguard.verify.result import Verdict, VerifyResult
 from borrowguard.verify.session import Progress, Session
 from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
@@ -41,7 +41,9 @@ _SEVERITY = {Verdict.PASS: 0, Verdict.INCOMPLETE: 1, Verdict.ERROR: 2, Verdict.F
 
 
 @dataclass
-class Target:
+class Replica:
+    """One server of a fleet (a `--target`): loaded at once with the others, with its own log and verdict."""
+
     name: str
     url: str
     logs: list[Path] = field(default_factory=list)
@@ -49,7 +51,7 @@ class Target:
     model: str | None = None
 
 
-def parse_target(spec: str) -> Target:
+def parse_target(spec: str) -> Replica:
     """`NAME=URL[,log-cmd=CMD][,log=FILE][,model=NAME]` (a command holding commas needs --targets FILE)."""
     name, sep, rest = spec.partition("=")
     if not sep or not _NAME.match(name.strip()):
@@ -58,7 +60,7 @@ def parse_target(spec: str) -> Target:
             "(NAME: letters, digits, '.', '_', '-')"
         )
     url, *options = rest.split(",")
-    target = Target(name.strip(), url.strip())
+    target = Replica(name.strip(), url.strip())
     for option in options:
         key, sep, value = option.partition("=")
         key = key.strip()
@@ -68,7 +70,7 @@ def parse_target(spec: str) -> Target:
     return target
 
 
-def load_targets(path: Path) -> list[Target]:
+def load_targets(path: Path) -> list[Replica]:
     """A TOML file of `[[target]]` tables with `name`, `url`, and optionally `log`, `log_cmd`, `model`."""
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -88,7 +90,7 @@ def load_targets(path: Path) -> list[Target]:
             raise UserInputError(f"{where}: needs name and url (strings)")
         if not _NAME.match(table["name"]):
             raise UserInputError(f"{where}: name {table['name']!r}: letters, digits, '.', '_', '-' only")
-        target = Target(table["name"], table["url"])
+        target = Replica(table["name"], table["url"])
         for key, value in table.items():
             if key in ("name", "url"):
                 continue
@@ -100,7 +102,7 @@ def load_targets(path: Path) -> list[Target]:
     return targets
 
 
-def _apply(target: Target, key: str, value: str, where: str) -> None:
+def _apply(target: Replica, key: str, value: str, where: str) -> None:
     if key == "log":
         target.logs.append(Path(value).expanduser())
     elif key == "log-cmd":
@@ -111,7 +113,7 @@ def _apply(target: Target, key: str, value: str, where: str) -> None:
         raise UserInputError(f"{where}: unknown key {key!r} (known: log, log-cmd, model)")
 
 
-def check_targets(targets: list[Target]) -> None:
+def check_targets(targets: list[Replica]) -> None:
     if not targets:
         raise UserInputError("give at least one --target")
     if len(targets) > MAX_TARGETS:
@@ -135,19 +137,10 @@ class FleetResult:
         return self.verdict.exit_code
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
-            "started_at": self.started_at,
-            "elapsed_s": round(self.elapsed, 3),
-            "interrupted": self.interrupted,
-            "summary": [
-                {"name": name, "url": r.target.get("url"), "verdict": r.verdict, "reasons": len(r.reasons)}
-                for name, r in self.targets
-            ],
-            "targets": [{"name": name, **result.to_dict()} for name, result in self.targets],
-        }
+        """The fleet's JSON document (borrowguard.verify.document)."""
+        from borrowguard.verify.document import to_dict
+
+        return to_dict(self)
 
 
 def _per_target(path: Path | None, name: str) -> Path | None:
@@ -160,7 +153,7 @@ def worst(verdicts: list[Verdict]) -> Verdict:
 
 
 def run_fleet(
-    targets: list[Target], base: VerifyConfig, progress: Callable[[str, Progress], None] | None = None
+    targets: list[Replica], base: VerifyConfig, progress: Callable[[str, Progress], None] | None = None
 ) -> FleetResult:
     """Every target at once, in one event loop; blocks. SIGINT/SIGTERM end every target's load early."""
     check_targets(targets)
@@ -172,14 +165,14 @@ def run_fleet(
     for target, config in zip(targets, configs):
         try:
             config.validate()
-        except UserInputError as exc:
-            raise UserInputError(f"target {target.name}: {exc}") from None
+        except ConfigError as exc:
+            raise exc.for_target(target.name) from None
     with terminate_as_interrupt():
         return asyncio.run(_fleet(targets, configs, progress))
 
 
 async def _fleet(
-    targets: list[Target], configs: list[VerifyConfig], progress: Callable[[str, Progress], None] | None
+    targets: list[Replica], configs: list[VerifyConfig], progress: Callable[[str, Progress], None] | None
 ) -> FleetResult:
     started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
     t0 = time.perf_counter()

@@ -16,8 +16,7 @@ import aiohttp
 
 from borrowguard.load.client import error_message
 from borrowguard.load.faults import FIXES, Fault, MismatchKind, blame, context_numbers
-from borrowguard.load.options import DEFAULT_MIX, parse_mix
-from borrowguard.load.scenarios import Endpoint, RequestFactory
+from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory
 from borrowguard.verify.discovery import EndpointProbe, discover
 
 _MAX_BODY = 1 << 20
@@ -38,6 +37,7 @@ class Target:
     endpoints: dict[str, bool] = field(default_factory=dict)  # path -> answered (not 404/405)
     scenarios: dict[str, str] = field(default_factory=dict)  # scenario -> "accepted" | "skipped: why"
     server_config: dict[str, Any] = field(default_factory=dict)  # from the server's start-up log lines
+    nothing_served: bool = False  # no endpoint any scenario needs answered the discovery probes
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -115,6 +115,8 @@ class Preflight:
         factory.detokenize = target.endpoints.get(str(Endpoint.DETOKENIZE), True)
         factory.chat = target.endpoints.get(str(Endpoint.CHAT), True)
         self._drop_unserved(factory, target, probes)
+        if probes and not any(p.served for p in probes.values()):
+            target.nothing_served = True
         if "tokenize" in factory.scenarios and not (
             target.endpoints.get(str(Endpoint.TOKENIZE)) or target.endpoints.get(str(Endpoint.DETOKENIZE))
         ):
@@ -151,7 +153,7 @@ class Preflight:
         """Scenarios none of whose endpoints is served are not sent. Those the default mix added on the
         chance that the server serves them leave no trace but `target.endpoints`; any other is skipped with
         what the server said."""
-        default = factory.settings.mix == parse_mix(DEFAULT_MIX)
+        default = factory.settings.mix == {**CHAT_MIX, **POOLING_MIX}  # verify's default (VerifyConfig)
         chat = probes.get(str(Endpoint.CHAT))
         for scenario in list(factory.scenarios):
             if factory.is_pooling(scenario):

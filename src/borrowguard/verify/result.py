@@ -1,20 +1,20 @@
 """What a verify run found, as data: the verdict, its reasons, the checks that ran, per-level results.
 
-Everything here serialises to the JSON document `borrowguard.verify/1` (`VerifyResult.to_dict()`), which
-the HTML report renders and users' automation reads; field names are stable.
+Everything here serialises to the JSON document `borrowguard.verify/1` (`VerifyResult.to_dict()`, written
+by borrowguard.verify.document), which the HTML report renders and users' automation reads.
 """
 
 from __future__ import annotations
 
-import platform
-import sys
-from dataclasses import asdict, dataclass, field
-from importlib import metadata
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from borrowguard._compat import StrEnum
-from borrowguard._text import redact
-from borrowguard._version import __version__
+from borrowguard.exit_codes import ExitCode
+from borrowguard.load.summary import LevelSummary, Series
+
+if TYPE_CHECKING:
+    from borrowguard.verify.watch import LogEvent
 
 SCHEMA = "borrowguard.verify/1"
 
@@ -26,8 +26,8 @@ class Verdict(StrEnum):
     INCOMPLETE = "INCOMPLETE"  # interrupted before the planned end (exit 2)
 
     @property
-    def exit_code(self) -> int:
-        return {"PASS": 0, "FAIL": 1}.get(self.value, 2)
+    def exit_code(self) -> ExitCode:
+        return {"PASS": ExitCode.OK, "FAIL": ExitCode.PROBLEM}.get(self.value, ExitCode.ERROR)
 
 
 class ReasonCode(StrEnum):
@@ -46,9 +46,6 @@ class Reason:
     message: str
     level: int | None = None  # the sweep level's concurrency, when it belongs to one
     key: str | None = None  # what the reason is about (a repeat key...): one reason per key across levels
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "level": self.level}
 
 
 class CheckState(StrEnum):
@@ -74,39 +71,17 @@ class Check:
 
 
 @dataclass
-class MismatchGroup:
-    """Requests the server refused because of what we sent (too long, no vision, no tool parser...)."""
-
-    scenario: str
-    kind: str
-    count: int
-    message: str
-    fix: str
-
-
-@dataclass
 class LevelResult:
     concurrency: int
     elapsed: float
-    summary: dict[str, Any]
-    series: dict[str, Any]
+    summary: LevelSummary
+    series: Series
     reasons: list[Reason]
     cancelled_in_flight: int = 0
 
     @property
     def passed(self) -> bool:
         return not self.reasons
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "concurrency": self.concurrency,
-            "elapsed_s": round(self.elapsed, 3),
-            "passed": self.passed,
-            "reasons": [r.to_dict() for r in self.reasons],
-            "cancelled_in_flight": self.cancelled_in_flight,
-            "summary": self.summary,
-            "series": self.series,
-        }
 
 
 @dataclass
@@ -118,7 +93,7 @@ class VerifyResult:
     target: dict[str, Any] = field(default_factory=dict)
     checks: list[Check] = field(default_factory=list)
     workload: dict[str, Any] = field(default_factory=dict)  # fitting, mismatches, skipped scenarios
-    findings: list[Any] = field(default_factory=list)  # load.watch.Finding
+    findings: list[LogEvent] = field(default_factory=list)
     finding_counts: dict[str, int] = field(default_factory=dict)
     log_lines: int = 0
     log_sources: list[dict[str, Any]] = field(default_factory=list)
@@ -131,7 +106,7 @@ class VerifyResult:
     secrets: list[str] = field(default_factory=list, repr=False)  # masked wherever they appear (API key)
 
     @property
-    def exit_code(self) -> int:
+    def exit_code(self) -> ExitCode:
         return Verdict(self.verdict).exit_code
 
     @property
@@ -140,47 +115,7 @@ class VerifyResult:
         return max(passing) if passing else None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document; a secret the server echoed (an API key in a log line) is masked everywhere."""
-        return redact(self._document(), self.secrets)
+        """The JSON document (borrowguard.verify.document); a secret the server echoed is masked everywhere."""
+        from borrowguard.verify.document import to_dict
 
-    def _document(self) -> dict[str, Any]:
-        return {
-            "schema": SCHEMA,
-            "verdict": self.verdict,
-            "exit_code": self.exit_code,
-            "reasons": [r.to_dict() for r in self.reasons],
-            "checks": [asdict(c) for c in self.checks],
-            "interrupted": self.interrupted,
-            "highest_passing_concurrency": self.highest_passing,
-            "started_at": self.started_at,
-            "elapsed_s": round(self.elapsed, 3),
-            "target": self.target,
-            "config": self.config.to_dict(),
-            "environment": environment(),
-            "workload": self.workload,
-            "levels": [lvl.to_dict() for lvl in self.levels],
-            "log": {
-                "lines": self.log_lines,
-                "sources": self.log_sources,
-                "finding_counts": self.finding_counts,
-                "findings": [f.to_dict() for f in self.findings],
-            },
-            "health": self.health,
-            "metrics": self.metrics_scrape,
-            "notes": self.notes,
-        }
-
-
-def environment() -> dict[str, Any]:
-    """The client side of the run (the server's side is in `target`)."""
-    env: dict[str, Any] = {
-        "python": platform.python_version(),
-        "platform": sys.platform,
-        "borrowguard": __version__,
-    }
-    for dist in ("transformers", "tokenizers", "aiohttp"):
-        try:
-            env[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            env[dist] = None
-    return env
+        return to_dict(self)

@@ -13,23 +13,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING
 
 import aiohttp
 
 from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.faults import Fault, MismatchKind, context_numbers
 from borrowguard.load.fit import ContextFit
-from borrowguard.load.metrics import Metrics
+from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory
-from borrowguard.load.watch import Finding, HealthWatch, LogWatch, scrape_metrics
 from borrowguard.verify.bundled import start_bundled
 from borrowguard.verify.config import VerifyConfig
 from borrowguard.verify.exposure import race_exposure
 from borrowguard.verify.preflight import Preflight, PreflightError, Target
-from borrowguard.verify.result import LevelResult, Verdict, VerifyResult
+from borrowguard.verify.result import CheckName, CheckState, LevelResult, Verdict, VerifyResult
 from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
+from borrowguard.verify.soundness import exercise, incomplete_because
 from borrowguard.verify.verdict import (
     DEATH_IDS,
     TOKENIZER_IDS,
@@ -39,6 +39,10 @@ from borrowguard.verify.verdict import (
     decide,
     level_reasons,
 )
+from borrowguard.verify.watch import HealthWatch, LogEvent, LogWatch, scrape_metrics
+
+if TYPE_CHECKING:
+    from borrowguard.server.process import ServerProcess
 
 _DEATH_GRACE = 1.0  # after engine death, in-flight requests get this long to fail on their own
 _DRAIN_GRACE = 5.0  # after the planned end, in-flight requests get at most this + a quarter of the duration
@@ -83,12 +87,13 @@ class Session:
         self.level_index = 0
         self.death: str | None = None
         self.interrupted = False
-        self.server: Any = None
-        self.metrics: Metrics | None = None
+        self.server: ServerProcess | None = None  # the bundled server, when it is the target
+        self.metrics: LoadMetrics | None = None
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
         self.tool_calls_cut = 0
-        self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer  # tools requests whose forced call our max_tokens cut (tokenized fine)
+        self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer
+        self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served  # tools requests whose forced call our max_tokens cut (tokenized fine)
         self.notes: list[str] = []
         self.own_signals = True  # a fleet run handles signals once, for all its sessions
 
@@ -100,20 +105,26 @@ class Session:
         could_not_run: str | None = None
         with contextlib.ExitStack() as stack:
             try:
-                base_url = self.config.url or await start_bundled(self.config, stack, self)
+                base_url = self.config.url or self._start_bundled(stack)
             except Exception as exc:  # the bundled server could not start: nothing was measured
                 could_not_run = f"the bundled server did not start: {exc}"
             else:
                 target = Target(
                     _base(base_url),
                     self.config.url is None,
-                    self.config.server_guard if self.config.url is None else None,
+                    self.config.guarded if self.config.url is None else None,
                 )
                 could_not_run = await self._run(target, result)
                 result.target = target.to_dict()
         self._conclude(result, could_not_run)
         result.elapsed = time.perf_counter() - t_start
         return result
+
+    def _start_bundled(self, stack: contextlib.ExitStack) -> str:
+        bundled = start_bundled(self.config, stack)
+        self.server = bundled.process
+        self.logs.fresh_files.append(bundled.log_path)
+        return bundled.url
 
     async def _run(self, target: Target, result: VerifyResult) -> str | None:
         records_file = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
@@ -123,6 +134,10 @@ class Session:
         restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
         try:
             factory = await self._preflight(session, target)
+            if target.nothing_served:  # nothing to load: not a PASS, not the server's failure either
+                self.nothing_served = ", ".join(f"{p} answered {'yes' if ok else 'no'}" for p, ok in
+                                                sorted(target.endpoints.items()))
+                return None
             if self.logs.active:
                 self.logs.clock = self._clock
                 self.logs.on_finding = self._on_finding
@@ -200,7 +215,7 @@ class Session:
     async def _level(
         self, base_url: str, factory: RequestFactory, concurrency: int, records: IO[str] | None
     ) -> LevelResult:
-        metrics = Metrics(factory.scenarios)
+        metrics = LoadMetrics(factory.scenarios)
         self.metrics = metrics
         await self._load(base_url, factory, metrics, concurrency, records)
         # Lines the server wrote while answering the last requests belong to this level.
@@ -220,11 +235,11 @@ class Session:
             interrupted=self.interrupted,
             max_error_rate=self.config.max_error_rate,
         )
-        series = metrics.series.to_dict()
+        series = metrics.series.summary()
         return LevelResult(concurrency, elapsed, summary, series, level_reasons(facts), self.run.cancelled_in_flight)
 
     async def _load(
-        self, base_url: str, factory: RequestFactory, metrics: Metrics, concurrency: int, records: IO[str] | None
+        self, base_url: str, factory: RequestFactory, metrics: LoadMetrics, concurrency: int, records: IO[str] | None
     ) -> None:
         duration = self.config.duration
         # In-flight requests may finish after the planned end, but a hanging server cannot stretch the run.
@@ -315,7 +330,7 @@ class Session:
             self.factory.fit.max_tokens = max(self.factory.fit.max_tokens, self.factory.tool_max_tokens)
             self.factory.fit.plan()
 
-    def _on_finding(self, finding: Finding) -> None:
+    def _on_finding(self, finding: LogEvent) -> None:
         if self.metrics is not None:
             self.metrics.finding(finding.t, finding.id)
         if finding.id in DEATH_IDS:
@@ -385,6 +400,29 @@ class Session:
         )
         result.verdict, result.reasons, result.checks, notes = decide(facts)
         result.notes.extend(self.notes + notes)
+        if self.nothing_served is not None:
+            result.verdict = Verdict.INCOMPLETE
+            result.notes = [n for n in result.notes if not n.startswith("interrupted before")]
+            result.notes.append("the server serves none of the tokenizing endpoints verify knows (chat, "
+                                "completions, tokenize, embeddings, score, rerank, pooling, classify), so "
+                                f"nothing was tested: {self.nothing_served}")
+        elif result.verdict is Verdict.PASS:  # a PASS claims only what it tested
+            log_check = next((c for c in result.checks if c.name == CheckName.LOG), None)
+            why = incomplete_because(
+                exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels), sorted(self.served),
+                log_asked=logs.active, log_ran=log_check is not None and log_check.state == CheckState.PASSED,
+                log_detail=log_check.detail if log_check is not None else "",
+            )
+            if why:
+                result.verdict = Verdict.INCOMPLETE
+                result.notes.extend(why)
+            else:
+                ran = exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels)
+                result.notes.append(f"exercised under concurrent load: {ran.describe()}")
+
+
+def _ok_counts(level: LevelResult) -> dict[str, int]:
+    return {name: stats.ok for name, stats in level.summary.scenarios.items()}
 
 
 def _renderer_workers(target: Target, logs: LogWatch) -> int | None:

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from borrowguard.knowledge import Kind, load
+from borrowguard.load.faults import Fault
+from borrowguard.load.summary import LevelSummary
 from borrowguard.verify.result import Check, CheckName, CheckState, LevelResult, Reason, ReasonCode, Verdict
 
 # which log findings are the tokenizer race and which the engine's death: the knowledge base says, by kind
@@ -28,13 +29,12 @@ _WORST_GROUPS = 6
 @dataclass
 class LevelFacts:
     concurrency: int
-    summary: dict[str, Any]  # load.metrics.Metrics.summary()
+    summary: LevelSummary
     tokenizer_counts: dict[str, int]  # log findings of this level
     first_tokenizer_line: str | None
     death: str | None
     interrupted: bool
     max_error_rate: float
-    skipped: frozenset[str] = frozenset()  # scenarios dropped because the server cannot take them
 
 
 @dataclass
@@ -65,7 +65,7 @@ class RunFacts:
 def level_reasons(f: LevelFacts) -> list[Reason]:
     s = f.summary
     reasons: list[Reason] = []
-    body_tokenizer = int(s.get("errors_by_fault", {}).get("tokenizer", 0))
+    body_tokenizer = s.failed_for(Fault.TOKENIZER)
     if f.tokenizer_counts or body_tokenizer:
         reasons.append(
             Reason(
@@ -77,9 +77,9 @@ def level_reasons(f: LevelFacts) -> list[Reason]:
     if f.death is not None:
         reasons.append(Reason(ReasonCode.ENGINE_DEAD, f"engine death: {f.death}", f.concurrency))
     reasons += _request_errors(f)
-    for key, data in sorted(s["repeats"].items()):
-        if not data["consistent"]:
-            values = ", ".join(f"{v} ({n}×)" for v, n in data["prompt_tokens"].items())
+    for key, repeat in sorted(s.repeats.items()):
+        if not repeat.consistent:
+            values = ", ".join(f"{v} ({n}×)" for v, n in repeat.prompt_tokens.items())
             reasons.append(
                 Reason(
                     ReasonCode.PROMPT_TOKENS_MISMATCH,
@@ -88,15 +88,13 @@ def level_reasons(f: LevelFacts) -> list[Reason]:
                     key=key,
                 )
             )
-    for name, stats in s["scenarios"].items():
-        if name in f.skipped:
-            continue
-        mismatched = _workload_errors(s, name)
-        if stats["ok"] == 0 and not (f.interrupted and stats["count"] == 0) and mismatched < stats["count"]:
+    for name, stats in s.scenarios.items():
+        mismatched = sum(g.count for g in s.groups(workload=True) if g.scenario == name)
+        if stats.ok == 0 and not (f.interrupted and stats.count == 0) and mismatched < stats.count:
             reasons.append(
                 Reason(
                     ReasonCode.NO_SUCCESS,
-                    f"scenario {name!r}: no successful request ({stats['count']} sent)",
+                    f"scenario {name!r}: no successful request ({stats.count} sent)",
                     f.concurrency,
                 )
             )
@@ -106,17 +104,15 @@ def level_reasons(f: LevelFacts) -> list[Reason]:
 def _request_errors(f: LevelFacts) -> list[Reason]:
     s = f.summary
     # The workload's own mismatches are not the server's failures; neither are they valid requests.
-    workload = int(s.get("errors_by_fault", {}).get("workload", 0))
-    valid = s["requests"] - workload
-    server_errors = s["errors"] - workload
+    valid = s.valid
+    server_errors = s.errors - s.failed_for(Fault.WORKLOAD)
     if valid <= 0 or server_errors / valid <= f.max_error_rate:
         return []
     worst = []
-    groups = [g for g in s["errors_by_status"] if g.get("fault") != "workload"]
-    for group in sorted(groups, key=lambda g: -g["count"])[:_WORST_GROUPS]:
-        msg = f" ({group['messages'][0][:160]})" if group["messages"] else ""
-        worst.append(f"{group['count']} × {group['status']} on {group['scenario']}{msg}")
-    tied = s.get("resets_tied_to_error_answers", 0)
+    for group in sorted(s.groups(workload=False), key=lambda g: -g.count)[:_WORST_GROUPS]:
+        msg = f" ({group.messages[0][:160]})" if group.messages else ""
+        worst.append(f"{group.count} × {group.status} on {group.scenario}{msg}")
+    tied = s.tied_resets
     tail = f"; {tied} reset(s) right after an error answer are counted with it" if tied else ""
     rate = f"{server_errors / valid:.2%} > {f.max_error_rate:.2%}"
     return [
@@ -126,14 +122,6 @@ def _request_errors(f: LevelFacts) -> list[Reason]:
             f.concurrency,
         )
     ]
-
-
-def _workload_errors(summary: dict[str, Any], scenario: str) -> int:
-    return sum(
-        g["count"]
-        for g in summary["errors_by_status"]
-        if g["scenario"] == scenario and g.get("fault") == "workload"
-    )
 
 
 def decide(f: RunFacts) -> tuple[Verdict, list[Reason], list[Check], list[str]]:
@@ -155,11 +143,8 @@ def decide(f: RunFacts) -> tuple[Verdict, list[Reason], list[Check], list[str]]:
         reasons.append(Reason(ReasonCode.ENGINE_DEAD, f"engine death: {f.death}"))
     reasons = _once_per_key(reasons)
     reasons += _cross_level_repeats(f.levels, reasons)
-    valid = sum(
-        lvl.summary["requests"] - lvl.summary.get("errors_by_fault", {}).get("workload", 0)
-        for lvl in f.levels
-    )
-    sent = sum(lvl.summary["requests"] for lvl in f.levels)
+    valid = sum(lvl.summary.valid for lvl in f.levels)
+    sent = sum(lvl.summary.requests for lvl in f.levels)
     if f.levels and sent and not valid and not reasons:
         reasons.append(
             Reason(
@@ -198,15 +183,15 @@ def _cross_level_repeats(levels: list[LevelResult], reasons: list[Reason]) -> li
     if len(levels) < 2:
         return []
     reported = {r.key for r in reasons if r.code is ReasonCode.PROMPT_TOKENS_MISMATCH}
-    seen: dict[str, set[str]] = {}
+    seen: dict[str, set[int]] = {}
     for level in levels:
-        for key, data in level.summary["repeats"].items():
-            seen.setdefault(key, set()).update(data["prompt_tokens"])
+        for key, repeat in level.summary.repeats.items():
+            seen.setdefault(key, set()).update(repeat.prompt_tokens)
     return [
         Reason(
             ReasonCode.PROMPT_TOKENS_MISMATCH,
             f"identical requests {key} got different usage.prompt_tokens across levels: "
-            + ", ".join(sorted(values, key=int)),
+            + ", ".join(str(v) for v in sorted(values)),
             key=key,
         )
         for key, values in sorted(seen.items())
@@ -223,12 +208,12 @@ def _checks(f: RunFacts, reasons: list[Reason]) -> list[Check]:
     if not f.levels:
         requests_state = CheckState.NOT_RUN
     checks.append(Check(CheckName.REQUESTS, requests_state, "every valid request got a 2xx"))
-    repeats = [r for lvl in f.levels for r in lvl.summary["repeats"].values()]
+    repeats = [r for lvl in f.levels for r in lvl.summary.repeats.values()]
     if ReasonCode.PROMPT_TOKENS_MISMATCH in codes:
         checks.append(
             Check(CheckName.PROMPT_TOKENS, CheckState.FAILED, "identical requests counted differently")
         )
-    elif repeats and any(r["prompt_tokens"] for r in repeats):
+    elif repeats and any(r.prompt_tokens for r in repeats):
         checks.append(Check(CheckName.PROMPT_TOKENS, CheckState.PASSED, "identical requests consistent"))
     else:
         checks.append(

@@ -1,8 +1,9 @@
-"""What runs beside the load: the server's log (through the scan engine), its health and /metrics.
+"""verify's sensors, beside the load: the server's log (through the scan engine), its health, /metrics.
 
-Log followers block on files and pipes, so they run in threads; their lines cross into the event loop
-through a bounded queue (a flooding log slows its reader down instead of filling memory), and the scan
-engine runs on the loop thread only.
+The log is read with scan's followers (`follow_file`, `follow_command`), which block on files and pipes,
+so each runs in a thread; their lines cross into the event loop through a bounded queue (a flooding log
+slows its reader down instead of filling memory), and the scan engine runs on the loop thread only. Each
+of scan's `Hit`s becomes a `LogEvent`: the hit, and when in the run it arrived.
 """
 
 from __future__ import annotations
@@ -17,19 +18,24 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
+
+if TYPE_CHECKING:
+    from borrowguard.scan import Hit
 
 _MAX_FINDINGS = 200  # findings kept verbatim; the counts stay exact
 _MAX_LINE = 4096
 _MAX_METRICS_BODY = 4 << 20
 
 
-@dataclass
-class Finding:
+@dataclass(frozen=True)
+class LogEvent:
+    """A log finding of the run: which problem, where in the log, and when in the run it arrived."""
+
     t: float  # seconds since the current level started, on arrival
     level: int
     id: str
@@ -38,16 +44,9 @@ class Finding:
     line_no: int | None
     text: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "t": round(self.t, 3),
-            "level": self.level,
-            "id": self.id,
-            "severity": self.severity,
-            "source": self.source,
-            "line_no": self.line_no,
-            "text": self.text,
-        }
+    @classmethod
+    def of(cls, hit: Hit, level: int, t: float) -> LogEvent:
+        return cls(t, level, hit.id, str(hit.severity), hit.source, hit.line_no, hit.text[:500])
 
 
 @dataclass
@@ -61,12 +60,11 @@ class LogWatch:
     files: list[Path] = field(default_factory=list)
     fresh_files: list[Path] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
-    on_finding: Callable[[Finding], None] | None = None
-    findings: list[Finding] = field(default_factory=list)
+    on_finding: Callable[[LogEvent], None] | None = None
+    findings: list[LogEvent] = field(default_factory=list)
     counts: Counter = field(default_factory=Counter)
     level_counts: Counter = field(default_factory=Counter)  # (level, id) -> n, exact
     lines: int = 0
-    follower_errors: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=20_000)
@@ -121,7 +119,6 @@ class LogWatch:
                     return
         except Exception as exc:  # a follower that dies must not take the run with it
             state["error"] = f"{type(exc).__name__}: {exc}"
-            self.follower_errors.append(f"{source}: {state['error']}")
             return
         if "exit_code" in state and not self._stop.is_set():
             code = state["exit_code"]
@@ -155,22 +152,13 @@ class LogWatch:
                 return
             self.lines += 1
             for hit in self._scanner.feed(line.rstrip("\r\n"), source=source):
-                self._record(hit, source)
+                self._record(hit)
 
-    def _record(self, hit: Any, source: str) -> None:
-        rule_id = str(getattr(hit, "id", "unknown"))
-        self.counts[rule_id] += 1
+    def _record(self, hit: Hit) -> None:
+        self.counts[hit.id] += 1
         level, t = self.clock()
-        self.level_counts[level, rule_id] += 1
-        finding = Finding(
-            t=t,
-            level=level,
-            id=rule_id,
-            severity=str(getattr(hit, "severity", "")),
-            source=str(getattr(hit, "source", None) or source),
-            line_no=getattr(hit, "line_no", None),
-            text=str(getattr(hit, "text", ""))[:500],
-        )
+        self.level_counts[level, hit.id] += 1
+        finding = LogEvent.of(hit, level, t)
         if len(self.findings) < _MAX_FINDINGS:
             self.findings.append(finding)
         if self.on_finding is not None:
@@ -190,7 +178,7 @@ class LogWatch:
         self.drain(limit=1_000_000)
         # A traceback still open at the end (the server was killed inside it) counts as cut off.
         for hit in self._scanner.finish():
-            self._record(hit, str(getattr(hit, "source", "log")))
+            self._record(hit)
 
 
 def _startup_config(path: Path, limit: int = 4 << 20) -> dict[str, Any]:

@@ -1,0 +1,41 @@
+"""`verify --json` keeps the `borrowguard.verify/1` document: every key where users' automation reads it.
+
+tests/fixtures/verify/verify-1.shape.json is the document's shape (keys and nesting, no values; see
+tests/support/shape.py), taken from `verify --json` on the bundled server, guarded and unguarded, before
+the summaries became typed values. A key added, renamed or dropped fails here: change the schema's version
+(and say so in the README) instead of the shape of version 1. Added since, as new keys a reader of
+version 1 may ignore: target.nothing_served (the preflight found no endpoint it could load).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from support.shape import fits, merge, shape
+
+SHAPE = json.loads((Path(__file__).parents[1] / "fixtures" / "verify" / "verify-1.shape.json").read_text())
+
+pytestmark = pytest.mark.slow  # each test starts the bundled server
+
+
+def verify_json(*args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "borrowguard", "verify", "--json", *args],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode in (0, 1), proc.stderr[-2000:]
+    return json.loads(proc.stdout)
+
+
+def test_guarded_sweep_and_unguarded_run_have_the_schemas_shape() -> None:
+    guarded = verify_json("-d", "3s", "--sweep", "2,4")
+    unguarded = verify_json("--server-guard", "off", "-d", "4s", "-c", "16")
+    for doc in (guarded, unguarded):
+        assert doc["schema"] == "borrowguard.verify/1"
+        assert fits(shape(doc), SHAPE) == []
+    assert guarded["verdict"] == "PASS" and len(guarded["levels"]) == 2
+    assert unguarded["verdict"] == "FAIL"  # so its reasons, at least, were held to the shape
+    assert merge(shape(guarded), shape(unguarded))["reasons"] != [None]
