@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from borrowguard._compat import StrEnum
+from borrowguard.knowledge import Kind, load
 
 
 class Fault(StrEnum):
@@ -42,7 +43,9 @@ FIXES = {
     MismatchKind.NO_ENDPOINT: "the server lacks this endpoint; the scenario is skipped",
 }
 
-TOKENIZER_PATTERN = re.compile(r"Already borrowed|Failed to acquire tokenizer|Truncation error")
+TOKENIZER_PATTERN = load().answer_pattern(Kind.TOKENIZER_RACE) or re.compile(r"(?!)")
+"""The texts by which the tokenizer race shows in an answer's message: the knowledge base's `answers` of
+its tokenizer-race problems ("Already borrowed", "Failed to acquire tokenizer", "Truncation error"...)."""
 
 _MISMATCH_PATTERNS: tuple[tuple[MismatchKind, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))

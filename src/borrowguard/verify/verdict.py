@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from borrowguard.knowledge import Kind, load
 from borrowguard.load.faults import Fault
 from borrowguard.load.summary import LevelSummary
 from borrowguard.verify.result import Check, CheckName, CheckState, LevelResult, Reason, ReasonCode, Verdict
 
-TOKENIZER_IDS = frozenset({"tokenizer-already-borrowed", "tokenizer-acquire-retry"})
-DEATH_IDS = frozenset({"engine-dead"})
+# which log findings are the tokenizer race and which the engine's death: the knowledge base says, by kind
+TOKENIZER_IDS = load().log_ids(Kind.TOKENIZER_RACE)
+DEATH_IDS = load().log_ids(Kind.ENGINE_DEATH)
 _WORST_GROUPS = 6
 
 
