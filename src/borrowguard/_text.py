@@ -21,6 +21,23 @@ def printable(text: str) -> str:
     return _CONTROLS.sub("", _ESCAPES.sub("", text))
 
 
+MASK = "***"
+
+
+def mask(text: str, secrets: Iterable[str]) -> str:
+    """`text` (from outside: a body, a header, a log line, a URL) with each secret replaced by `***`: mask
+    first, cut after (`clip`), or the start of a key survives the cut where no later mask can find it."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, MASK)
+    return text
+
+
+def clip(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters (mask it first)."""
+    return text[:limit]
+
+
 def redact(value: Any, secrets: Iterable[str]) -> Any:
     """`value` (a JSON-like document) with every occurrence of each secret replaced by `***`."""
     secrets = [s for s in secrets if s]

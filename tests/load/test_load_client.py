@@ -95,3 +95,37 @@ def test_load_run_holds_concurrency_and_writes_records(tmp_path) -> None:
     assert max(b.inflight_max for b in metrics.series.buckets) == 8
     assert metrics.inflight == 0 and run.cancelled_in_flight == 0
     assert all(r.consistent for r in metrics.repeats.values()) and len(metrics.repeats) == 5
+
+
+def _send_with_key(url: str, key: str, n: int) -> list[Outcome]:
+    async def go() -> list[Outcome]:
+        factory = RequestFactory(ScenarioSettings(mix={"text": 1.0}), "fake-model")
+        async with ChatClient(url, concurrency=2, timeout=30, api_key=key) as client:
+            return list(await asyncio.gather(*(client.send(factory.build(factory.plan())) for _ in range(n))))
+
+    return asyncio.run(go())
+
+
+def test_a_key_echoed_where_the_message_is_cut_is_masked_before_the_cut() -> None:
+    key = "k3y-0123456789abcdefghijklmnopqrstuvwxyz"
+    with FakeServer(faults=["long-echo"], api_key=key) as srv:
+        outcomes = _send_with_key(srv.url, key, 2)
+    for out in outcomes:
+        assert out.status == 400 and out.message is not None, out
+        assert len(out.message) <= 300
+        # Not the key, and not the part of it that a cut-then-mask used to leave behind.
+        assert all(key[i:i + 6] not in out.message for i in range(len(key) - 5)), out.message
+        assert out.message.startswith("x" * 290 + "***"), out.message
+
+
+def test_a_redirect_to_another_origin_is_not_followed_and_is_said() -> None:
+    with FakeServer(faults=["ok"]) as elsewhere, FakeServer(faults=["ok"], redirect_to=elsewhere.url) as srv:
+        outcomes = _send_all(srv.url, 6, stream=False)
+        import urllib.request
+
+        with urllib.request.urlopen(elsewhere.url + "/metrics", timeout=30) as response:
+            reached = response.read().decode()
+    assert "fake_requests_total 0" in reached, reached  # no prompt went to the other origin
+    for _, out in outcomes:
+        assert not out.ok and out.status == 307, out
+        assert f"a redirect to {elsewhere.url}/v1/chat/completions: not followed" in (out.message or ""), out

@@ -28,7 +28,7 @@ from pathlib import Path
 FAULTS = (
     "ok", "garbage-sse", "cut-sse", "stall", "reset", "html-500", "json-500", "borrowed-log", "leak",
     "hostile-400",
-    "huge-line",
+    "huge-line", "long-echo",
 )  # fmt: skip
 READY = "fakeserver: listening on "
 _MAX_BODY = 64 << 20
@@ -39,6 +39,8 @@ class _Server:
         # The key comes from the environment, as a real server's would; a wrong one is echoed back in
         # the 401 message, like careless servers do, so that tests can check the client redacts it.
         self.api_key = os.environ.get("BORROWGUARD_FAKE_API_KEY")
+        # Every /v1/ request answered with a 307 to this origin (another server): a client must not follow.
+        self.redirect_to = os.environ.get("BORROWGUARD_FAKE_REDIRECT")
         self.faults = itertools.cycle(faults)
         self.log = open(log_path, "a", encoding="utf-8", buffering=1) if log_path else None  # noqa: SIM115
         self.die_after = die_after
@@ -64,6 +66,10 @@ class _Server:
                 ):
                     given = json.dumps(headers.get("authorization", ""))[1:-1]
                     _send(writer, 401, b'{"error":{"message":"invalid API key: %s"}}' % given.encode())
+                    continue
+                if self.redirect_to and path.startswith("/v1/"):
+                    writer.write(f"HTTP/1.1 307 Temporary Redirect\r\nLocation: {self.redirect_to}{path}\r\n"
+                                 "Content-Length: 0\r\n\r\n".encode())
                     continue
                 if not await self.route(method, path, body, writer):
                     return
@@ -102,6 +108,11 @@ class _Server:
             if self.log is not None:
                 self.log.write(f"ERROR request with Authorization: Bearer {self.api_key} failed\n")
             return _send(writer, 400, json.dumps({"error": {"message": echo}}).encode())
+        if fault == "long-echo":
+            # The key echoed where a 300-character cut falls inside it: masked first, nothing of it survives.
+            # A plain-text page, as proxies and frameworks answer errors.
+            echo = "x" * 290 + f"{self.api_key}" + " and more" * 40
+            return _send(writer, 400, echo.encode(), "text/plain")
         if fault == "html-500":
             page = b"<html><head><title>500</title></head><body><h1>Internal Server Error</h1></body></html>"
             return _send(writer, 500, page, "text/html")
@@ -207,6 +218,7 @@ class FakeServer:
         die_after: float | None = None,
         start_timeout: float = 30.0,
         api_key: str | None = None,
+        redirect_to: str | None = None,
     ) -> None:
         unknown = set(faults or []) - set(FAULTS)
         if unknown:
@@ -226,6 +238,9 @@ class FakeServer:
         self.env.pop("BORROWGUARD_FAKE_API_KEY", None)
         if api_key:
             self.env["BORROWGUARD_FAKE_API_KEY"] = api_key
+        self.env.pop("BORROWGUARD_FAKE_REDIRECT", None)
+        if redirect_to:
+            self.env["BORROWGUARD_FAKE_REDIRECT"] = redirect_to
         self.proc: subprocess.Popen[str] | None = None
         self.url = ""
 

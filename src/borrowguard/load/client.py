@@ -1,7 +1,9 @@
 """The asyncio HTTP client: one pooled aiohttp session, every failure turned into a recorded outcome.
 
-Whatever the server does — garbage or cut SSE, stalls, resets, HTML error pages, refused connections —
-`ChatClient.send` returns an `Outcome` and never raises (except on cancellation).
+Whatever the server does — garbage or cut SSE, stalls, resets, HTML error pages, refused connections,
+redirects — `ChatClient.send` returns an `Outcome` and never raises (except on cancellation). A redirect is
+never followed: requests (prompts, the API key) go to the target and nowhere else. Text from the server is
+masked (the API key) before it is cut, so no part of a key survives in a message.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 import aiohttp
 
+from borrowguard._text import clip, mask
 from borrowguard.load.faults import Fault, MismatchKind, blame
 from borrowguard.load.scenarios import POOLING_ENDPOINTS, BuiltRequest, Endpoint
 from borrowguard.load.sse import SSEError, SSEParser
@@ -22,6 +25,7 @@ from borrowguard.load.sse import SSEError, SSEParser
 MAX_BODY = 16 << 20  # a non-streamed answer larger than this is a broken server, not a chat completion
 MAX_ERROR_BODY = 64 << 10
 MAX_MESSAGE = 300
+_EXCERPT = 130  # a quoted piece of a malformed answer
 
 # Error kinds (the status label of a request that got no usable HTTP answer)
 TIMEOUT, REFUSED, CONNECT, RESET, BAD_SSE, CUT_STREAM, BAD_JSON, STREAM_ERROR, CLIENT = (
@@ -74,15 +78,17 @@ class ChatClient:
     """POSTs chat completions to `base_url` over a pooled connection set of size `concurrency`."""
 
     def __init__(
-        self, base_url: str, *, concurrency: int, timeout: float, api_key: str | None = None
+        self, base_url: str, *, concurrency: int, timeout: float, api_key: str | None = None,
+        auth: aiohttp.BasicAuth | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
-        self._api_key = api_key
+        self._secrets = (api_key,) if api_key else ()
         self._headers = {"Content-Type": "application/json"}
         if api_key:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._concurrency = concurrency
+        self._auth = auth
         self.served: frozenset[str] = frozenset()  # the paths the preflight saw answer (load.faults.blame)
         self._session: aiohttp.ClientSession | None = None
         self.t0 = time.perf_counter()
@@ -94,7 +100,7 @@ class ChatClient:
         reuse.on_connection_reuseconn.append(_mark_reused)
         self._session = aiohttp.ClientSession(
             connector=connector, timeout=aiohttp.ClientTimeout(total=None), headers=self._headers,
-            trace_configs=[reuse],
+            trace_configs=[reuse], auth=self._auth,
         )
         return self
 
@@ -158,9 +164,12 @@ class ChatClient:
         self, request: BuiltRequest, out: Outcome, started: float, connection: dict[str, bool]
     ) -> None:
         async with self.session.post(
-            self.base_url + request.path, data=request.body, trace_request_ctx=connection
+            self.base_url + request.path, data=request.body, trace_request_ctx=connection, allow_redirects=False
         ) as resp:
             out.status = resp.status
+            if 300 <= resp.status < 400:
+                out.message = self._clean(redirect_message(resp.status, resp.headers.get("Location")))
+                return
             if not 200 <= resp.status < 300:
                 out.message = self._clean(error_message(await _read_bounded(resp, MAX_ERROR_BODY)))
                 return
@@ -204,10 +213,10 @@ class ChatClient:
         try:
             event = json.loads(payload)
         except ValueError:
-            out.error, out.message = BAD_SSE, self._clean("not JSON: " + payload[:120])
+            out.error, out.message = BAD_SSE, self._clean("not JSON: " + payload, _EXCERPT)
             return False
         if not isinstance(event, dict):
-            out.error, out.message = BAD_SSE, self._clean("not a JSON object: " + payload[:120])
+            out.error, out.message = BAD_SSE, self._clean("not a JSON object: " + payload, _EXCERPT)
             return False
         if "error" in event:
             out.error, out.message = STREAM_ERROR, self._clean(error_message(payload.encode()))
@@ -221,10 +230,8 @@ class ChatClient:
         try:
             body = json.loads(raw)
         except ValueError:
-            out.error, out.message = (
-                BAD_JSON,
-                self._clean("not JSON: " + raw[:120].decode("utf-8", "replace")),
-            )
+            text = raw[:MAX_ERROR_BODY].decode("utf-8", "replace")
+            out.error, out.message = BAD_JSON, self._clean("not JSON: " + text, _EXCERPT)
             return
         if isinstance(body, dict) and _is_error_object(body):  # a 200 that carries an error is a failure
             out.error, out.message = STREAM_ERROR, self._clean(error_message(raw))
@@ -264,11 +271,10 @@ class ChatClient:
         if isinstance(count, int) and not isinstance(count, bool):
             out.prompt_tokens = count  # identical /tokenize requests must count the same
 
-    def _clean(self, text: str) -> str:
-        # Servers echo request headers in error pages now and then; the key never reaches a report.
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
-        return text[:MAX_MESSAGE]
+    def _clean(self, text: str, limit: int = MAX_MESSAGE) -> str:
+        # Servers echo request headers in error pages now and then; the key never reaches a report. Masked
+        # first, cut after: a cut first would leave the key's start, which no later mask can match.
+        return clip(mask(text, self._secrets), limit)
 
 
 async def _mark_reused(session: aiohttp.ClientSession, ctx: Any, params: Any) -> None:
@@ -276,8 +282,16 @@ async def _mark_reused(session: aiohttp.ClientSession, ctx: Any, params: Any) ->
         ctx.trace_request_ctx["reused"] = True
 
 
+def redirect_message(status: int, location: str | None) -> str:
+    """What a redirecting server answered; the redirect itself is not followed."""
+    where = f"to {location}" if location else "without a Location"
+    return f"the server answered {status}, a redirect {where}: not followed (requests go to the target only)"
+
+
 def error_message(raw: bytes) -> str:
-    """The server's error message from an OpenAI-style JSON body, FastAPI's `detail`, or plain text/HTML."""
+    """The server's error message from an OpenAI-style JSON body, FastAPI's `detail`, or plain text/HTML.
+
+    Not cut: a caller masks secrets in it first, then cuts (`_text.clip`)."""
     text = raw.decode("utf-8", errors="replace")
     try:
         body = json.loads(text)
@@ -293,9 +307,9 @@ def error_message(raw: bytes) -> str:
                 return candidate
         detail = body.get("detail")
         if detail is not None:
-            return json.dumps(detail)[:MAX_MESSAGE]
+            return json.dumps(detail)
     text = re.sub(r"<[^>]{0,200}>", " ", text)  # an HTML error page: keep its words
-    return " ".join(text.split())[:MAX_MESSAGE] or "(empty body)"
+    return " ".join(text.split()) or "(empty body)"
 
 
 async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
