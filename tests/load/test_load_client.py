@@ -94,7 +94,7 @@ def test_load_run_holds_concurrency_and_writes_records(tmp_path) -> None:
     assert {line["scenario"] for line in lines} == {"text", "image", "tools"}
     assert max(b.inflight_max for b in metrics.series.buckets) == 8
     assert metrics.inflight == 0 and run.cancelled_in_flight == 0
-    assert all(r.consistent for r in metrics.repeats.values()) and len(metrics.repeats) == 5
+    assert all(r.summary().consistent for r in metrics.repeats.values()) and len(metrics.repeats) == 5
 
 
 def _send_with_key(url: str, key: str, n: int) -> list[Outcome]:
