@@ -1,14 +1,16 @@
 """Text that came from elsewhere (a server's error body, a log line, a model name), made safe to print.
 
 A terminal obeys escape sequences: a hostile or broken server must not retitle the window, clear the
-screen or hide lines. Everything printed from outside goes through `printable`.
+screen or hide lines. Everything printed from outside goes through `printable`. A secret (the API key, a
+URL's password) in outside text is masked where the text comes in, before it is cut (`mask`, then
+`clip`): never over a whole document, where a key like `PASS` or `token` would mangle our own words.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Any
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
 
 # ESC-introduced sequences (CSI, OSC up to BEL or ST, two-character escapes), then the remaining C0 and C1
 # controls except tab and newline.
@@ -38,17 +40,25 @@ def clip(text: str, limit: int) -> str:
     return text[:limit]
 
 
-def redact(value: Any, secrets: Iterable[str]) -> Any:
-    """`value` (a JSON-like document) with every occurrence of each secret replaced by `***`."""
-    secrets = [s for s in secrets if s]
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        for secret in secrets:
-            value = value.replace(secret, "***")
-        return value
-    if isinstance(value, dict):
-        return {redact(k, secrets): redact(v, secrets) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [redact(v, secrets) for v in value]
-    return value
+def without_password(url: str) -> tuple[str, tuple[str, str] | None]:
+    """`http://user:pass@host/p` -> (`http://host/p`, ("user", "pass")): the credentials leave the URL, so
+    no message, record or report built from the URL can carry them."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    return urlunsplit(parts._replace(netloc=host)), (unquote(user), unquote(password))
+
+
+def display_url(url: str | None) -> str | None:
+    """The URL as reports show it: a password replaced by `***` (the user name kept)."""
+    if url is None:
+        return None
+    bare, credentials = without_password(url)
+    if credentials is None:
+        return url
+    parts = urlsplit(bare)
+    user = quote(credentials[0], safe="")
+    shown = f"{user}:{MASK}@{parts.netloc}" if credentials[1] else f"{user}@{parts.netloc}"
+    return urlunsplit(parts._replace(netloc=shown))

@@ -120,11 +120,13 @@ def test_tokenizer_signature_in_followed_log_fails(tmp_path: Path, how: str) -> 
 def test_server_death_mid_run_fails_fast_with_partial_report(tmp_path: Path) -> None:
     log = tmp_path / "server.log"
     log.touch()
+    duration = 3600.0
     with FakeServer(faults=["ok"], die_after=1.5, log_path=log) as srv:
         t0 = time.monotonic()
-        result = run_verify(_config(srv.url, duration=30.0, logs=[log]))
+        result = run_verify(_config(srv.url, duration=duration, logs=[log]))
         took = time.monotonic() - t0
-    assert took < 10, f"verify hung for {took:.1f}s after the server died"
+    # Stopping at the death, not at the end of an hour's run: a generous bound only a hang reaches.
+    assert took < 300, f"verify hung for {took:.1f}s after the server died"
     assert result.verdict == "FAIL"
     death = [r for r in result.reasons if r.code == "engine-dead"]
     assert death, result.reasons
@@ -206,10 +208,9 @@ def test_ctrl_c_gives_a_partial_report(tmp_path: Path) -> None:
             time.sleep(0.5)
             if "fake_requests_total" in _get(srv.url + "/metrics") and _count(srv.url) > 20:
                 break
-        t0 = time.monotonic()
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
-    assert time.monotonic() - t0 < 10
+        # A hang bound, not a speed check: the run asked for 60 s, so ending (interrupted, below) is the proof.
+        out, err = proc.communicate(timeout=120)
     assert proc.returncode == 2, err
     doc = json.loads(out)
     assert doc["verdict"] == "INCOMPLETE" and doc["interrupted"] is True

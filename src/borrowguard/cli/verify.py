@@ -13,7 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from borrowguard._files import resolve_output
-from borrowguard._text import printable, redact
+from borrowguard._text import printable
 from borrowguard.cli._common import console
 from borrowguard.cli._params import Duration, ImageSizes, Levels, Mix, show_duration, show_mix, show_sizes
 from borrowguard.errors import UserInputError
@@ -200,8 +200,8 @@ def verify(**opts: Any) -> None:
                 result = run_verify(config, progress=view.update)
     except ConfigError as exc:  # a fleet target's own settings
         raise UserInputError(exc.said_as(_flag(exc.setting))) from None
-    except KeyboardInterrupt:  # before the load started (server start-up): nothing to report
-        err.print("borrowguard verify: interrupted before the load started")
+    except KeyboardInterrupt:  # during server start-up, or a second signal: nothing to report
+        err.print("borrowguard verify: interrupted: stopped without a report")
         sys.exit(ExitCode.ERROR)
     doc = result.to_dict()
     if opts["as_json"]:
@@ -405,8 +405,9 @@ def _render_fleet(out: Any, fleet: FleetResult) -> None:
 
 
 def _shown(result: VerifyResult, text: str) -> str:
-    """Text from the server or its log, safe for the terminal: no escape sequence, no secret it echoed."""
-    return printable(redact(text, result.secrets))
+    """Text from the server or its log, safe for the terminal: no escape sequence (secrets were masked where
+    the text came in)."""
+    return printable(text)
 
 
 def _ms(seconds: float | None) -> str:

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from borrowguard._text import display_url, without_password
 from borrowguard.errors import UserInputError
 from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, ScenarioSettings
 
 DEFAULT_HEALTH_PATH = "/health"
 DEFAULT_DURATION = 30.0  # seconds per level, unless a request count bounds the run
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what a bearer token can be
 
 
 class ConfigError(UserInputError):
@@ -85,14 +88,23 @@ class VerifyConfig:
         if not self.health_path.startswith("/"):
             raise ConfigError("health_path", f"{{}} must start with '/', got {self.health_path!r}")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
-            raise ConfigError("url", f"{{}} must start with http:// or https://, got {self.url!r}")
+            raise ConfigError("url", f"{{}} must start with http:// or https://, got {display_url(self.url)!r}")
         if self.url is not None and self.server_guard is not None:
             raise ConfigError(
                 "server_guard", "{} applies to the bundled server only; it cannot change a server at a URL"
             )
-        if self.api_key_env is not None and not os.environ.get(self.api_key_env):
+        if self.api_key_env is not None and not self.api_key:
             raise ConfigError(
                 "api_key_env", f"{{}}: the environment variable {self.api_key_env} is not set or empty"
+            )
+        if self.api_key is not None and not _HEADER_SAFE.fullmatch(self.api_key):
+            raise ConfigError(
+                "api_key_env", f"{{}}: {self.api_key_env} holds characters an HTTP header cannot carry "
+                "(a newline, a space, a control character)"
+            )
+        if self.url is not None and without_password(self.url)[1] is not None and self.api_key_env:
+            raise ConfigError(
+                "api_key_env", "{} and a user:password in the URL both set the Authorization header: give one"
             )
         for command in self.log_commands:
             if not command.strip():
@@ -112,4 +124,6 @@ class VerifyConfig:
 
     @property
     def api_key(self) -> str | None:
-        return os.environ.get(self.api_key_env) if self.api_key_env else None
+        """The key from the environment, without the newline a key file or `echo` leaves around it."""
+        key = os.environ.get(self.api_key_env, "").strip() if self.api_key_env else ""
+        return key or None

@@ -4,8 +4,9 @@
 `to_dict(FleetResult)`): what `verify --json` prints, what the HTML report renders and what users'
 automation reads. Between the modules the values stay typed (load/summary.py, verify/result.py); only here
 do they become dicts, and the keys here are the schema's: stable, whatever the library calls its fields
-(tests/verify/test_verify_document.py holds them to the shape of version 1). A secret the server echoed (an
-API key in a log line) is masked everywhere in a run's document.
+(tests/verify/test_verify_document.py holds them to the shape of version 1). Secrets are masked where outside
+text came in (answers, log lines, the URL), never here over the whole document, where a key like `PASS` or
+`token` would mangle the schema's own words.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from functools import singledispatch
 from importlib import metadata
 from typing import Any
 
-from borrowguard._text import redact
+from borrowguard._text import display_url
 from borrowguard._version import __version__
 from borrowguard.load.summary import (
     ErrorGroup,
@@ -43,7 +44,7 @@ def to_dict(value: Any) -> Any:
 
 @to_dict.register
 def _(value: VerifyResult) -> dict[str, Any]:
-    return redact(_run(value), value.secrets)
+    return _run(value)
 
 
 def _run(r: VerifyResult) -> dict[str, Any]:
@@ -212,7 +213,7 @@ def _(value: SeriesPoint) -> dict[str, Any]:
 def _(value: VerifyConfig) -> dict[str, Any]:
     s = value.scenario
     return {
-        "url": value.url,
+        "url": display_url(value.url),  # a password in the URL is never written
         "model": value.model,
         "api_key_env": value.api_key_env,  # the name only; the key is never written anywhere
         "logs": [str(p) for p in value.logs],

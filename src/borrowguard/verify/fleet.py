@@ -22,8 +22,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from borrowguard._files import resolve_output
 from borrowguard.errors import UserInputError
 from borrowguard.verify.config import ConfigError, VerifyConfig
+from borrowguard.verify.descriptors import ensure_descriptors
 from borrowguard.verify.result import Verdict, VerifyResult
 from borrowguard.verify.session import Progress, Session
 from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
@@ -35,7 +37,9 @@ else:  # pragma: no cover
 
 SCHEMA = "borrowguard.verify-fleet/1"
 MAX_TARGETS = 256
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MAX_TARGETS_FILE = 1 << 20  # bytes: a fleet file is a few lines per target, not a stream (/dev/zero)
+# Matched whole (fullmatch): `$` would also match before a trailing newline, and "a\n" would name a file.
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 # The fleet's verdict is its worst target's: a proven failure first, then a run that could not happen.
 _SEVERITY = {Verdict.PASS: 0, Verdict.INCOMPLETE: 1, Verdict.ERROR: 2, Verdict.FAIL: 3}
 
@@ -54,7 +58,7 @@ class Replica:
 def parse_target(spec: str) -> Replica:
     """`NAME=URL[,log-cmd=CMD][,log=FILE][,model=NAME]` (a command holding commas needs --targets FILE)."""
     name, sep, rest = spec.partition("=")
-    if not sep or not _NAME.match(name.strip()):
+    if not sep or not _NAME.fullmatch(name.strip()):
         raise UserInputError(
             f"--target: expected NAME=URL[,log-cmd=CMD][,log=FILE], got {spec!r} "
             "(NAME: letters, digits, '.', '_', '-')"
@@ -73,9 +77,14 @@ def parse_target(spec: str) -> Replica:
 def load_targets(path: Path) -> list[Replica]:
     """A TOML file of `[[target]]` tables with `name`, `url`, and optionally `log`, `log_cmd`, `model`."""
     try:
-        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+        with open(path, "rb") as fh:
+            raw = fh.read(MAX_TARGETS_FILE + 1)  # bounded: the path may name a device or a FIFO
     except OSError as exc:
         raise UserInputError(f"--targets {path}: {exc.strerror or exc}") from None
+    if len(raw) > MAX_TARGETS_FILE:
+        raise UserInputError(f"--targets {path}: larger than {MAX_TARGETS_FILE >> 20} MiB; not a fleet file")
+    try:
+        doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserInputError(f"--targets {path}: not valid TOML: {exc}") from None
     tables = doc.get("target")
@@ -88,7 +97,7 @@ def load_targets(path: Path) -> list[Replica]:
             table.get("url"), str
         ):
             raise UserInputError(f"{where}: needs name and url (strings)")
-        if not _NAME.match(table["name"]):
+        if not _NAME.fullmatch(table["name"]):
             raise UserInputError(f"{where}: name {table['name']!r}: letters, digits, '.', '_', '-' only")
         target = Replica(table["name"], table["url"])
         for key, value in table.items():
@@ -167,6 +176,12 @@ def run_fleet(
             config.validate()
         except ConfigError as exc:
             raise exc.for_target(target.name) from None
+        if config.records is not None:  # r.NAME.jsonl: checked before the run, like --records itself
+            try:
+                resolve_output(config.records, "--records")
+            except UserInputError as exc:
+                raise UserInputError(f"target {target.name}: {exc}") from None
+    ensure_descriptors(configs)
     with terminate_as_interrupt():
         return asyncio.run(_fleet(targets, configs, progress))
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import aiohttp
 
-from borrowguard.load.client import error_message
+from borrowguard._text import mask
+from borrowguard.load.client import error_message, redirect_message
 from borrowguard.load.faults import FIXES, Fault, MismatchKind, blame, context_numbers
 from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory
 from borrowguard.verify.discovery import EndpointProbe, discover
@@ -54,31 +55,46 @@ class Preflight:
         self.session = session
         self.base_url = base_url
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self.secrets = (api_key,) if api_key else ()  # masked in what the server says, before any cut
         self.timeout = aiohttp.ClientTimeout(total=timeout)  # --timeout: is the server there at all?
         # A probe that stalls says nothing about acceptance: it is not waited for longer than this (the load
         # will show a stalling server), and the probes run at once.
         self.probe_timeout = aiohttp.ClientTimeout(total=min(timeout, _PROBE_TIMEOUT_S))
 
-    async def get(self, path: str) -> tuple[int, Any]:
-        async with self.session.get(self.base_url + path, headers=self.headers, timeout=self.timeout) as resp:
-            return resp.status, _json(await resp.content.read(_MAX_BODY))
+    async def get(self, path: str) -> tuple[int, Any, str | None]:
+        """(status, parsed JSON or None, where a redirect pointed: it is never followed)."""
+        async with self.session.get(self.base_url + path, headers=self.headers, timeout=self.timeout,
+                                    allow_redirects=False) as resp:
+            return resp.status, _json(await resp.content.read(_MAX_BODY)), resp.headers.get("Location")
 
     async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any, str]:
         """(status, parsed JSON or None, the error message for a non-2xx)."""
         async with self.session.post(
-            self.base_url + path, json=body, headers=self.headers, timeout=self.probe_timeout
+            self.base_url + path, json=body, headers=self.headers, timeout=self.probe_timeout,
+            allow_redirects=False,
         ) as resp:
             raw = await resp.content.read(_MAX_BODY)
-            message = "" if 200 <= resp.status < 300 else error_message(raw)
+            if 300 <= resp.status < 400:
+                message = mask(redirect_message(resp.status, resp.headers.get("Location")), self.secrets)
+            else:
+                message = "" if 200 <= resp.status < 300 else mask(error_message(raw), self.secrets)
             if resp.status >= 400:
                 resp.close()  # servers may drop the connection after an error answer
             return resp.status, _json(raw), message
 
     async def models(self, target: Target, model: str | None) -> None:
         try:
-            status, body = await self.get("/v1/models")
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+            status, body, location = await self.get("/v1/models")
+        except asyncio.TimeoutError:  # its str() is empty: say what timed out, after how long
+            raise PreflightError(
+                f"cannot reach {self.base_url}: GET /v1/models got no answer within "
+                f"{self.timeout.total:g} s (--timeout)"
+            ) from None
+        except (aiohttp.ClientError, OSError) as exc:
             raise PreflightError(f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}") from None
+        if 300 <= status < 400:
+            said = mask(redirect_message(status, location), self.secrets)
+            raise PreflightError(f"GET {self.base_url}/v1/models: {said}")
         cards = body.get("data") if isinstance(body, dict) else None
         cards = [c for c in cards if isinstance(c, dict)] if isinstance(cards, list) else []
         card = (
@@ -98,7 +114,7 @@ class Preflight:
 
     async def version(self, target: Target) -> None:
         try:
-            status, body = await self.get("/version")
+            status, body, _ = await self.get("/version")
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
             return
         if status == 200 and isinstance(body, dict) and isinstance(body.get("version"), str):

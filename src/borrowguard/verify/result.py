@@ -103,7 +103,6 @@ class VerifyResult:
     notes: list[str] = field(default_factory=list)
     started_at: str = ""
     elapsed: float = 0.0
-    secrets: list[str] = field(default_factory=list, repr=False)  # masked wherever they appear (API key)
 
     @property
     def exit_code(self) -> ExitCode:
@@ -115,7 +114,7 @@ class VerifyResult:
         return max(passing) if passing else None
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON document (borrowguard.verify.document); a secret the server echoed is masked everywhere."""
+        """The JSON document (borrowguard.verify.document)."""
         from borrowguard.verify.document import to_dict
 
         return to_dict(self)

@@ -17,6 +17,7 @@ from typing import IO, TYPE_CHECKING
 
 import aiohttp
 
+from borrowguard._text import without_password
 from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.faults import Fault, MismatchKind, context_numbers
 from borrowguard.load.fit import ContextFit
@@ -25,6 +26,7 @@ from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory
 from borrowguard.verify.bundled import start_bundled
 from borrowguard.verify.config import VerifyConfig
+from borrowguard.verify.descriptors import ensure_descriptors
 from borrowguard.verify.exposure import race_exposure
 from borrowguard.verify.preflight import Preflight, PreflightError, Target
 from borrowguard.verify.result import CheckName, CheckState, LevelResult, Verdict, VerifyResult
@@ -72,6 +74,7 @@ def run_verify(config: VerifyConfig, progress: Callable[[Progress], None] | None
     """Run the whole check; blocks. SIGINT or SIGTERM end the load early and still return a (partial)
     result; the bundled server never outlives the run."""
     config.validate()
+    ensure_descriptors([config])
     with terminate_as_interrupt():
         return asyncio.run(Session(config, progress).main())
 
@@ -81,7 +84,10 @@ class Session:
         self.config = config
         self.progress = progress
         self.api_key = config.api_key
-        self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands))
+        # Masked where outside text comes in (answers, log lines), before any cut; never in our own words.
+        self.secrets = (self.api_key,) if self.api_key else ()
+        self.auth: aiohttp.BasicAuth | None = None  # a user:password from --url, out of every URL we write
+        self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands), secrets=self.secrets)
         self.health: HealthWatch | None = None
         self.run: LoadRun | None = None
         self.level_index = 0
@@ -96,12 +102,12 @@ class Session:
         self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served  # tools requests whose forced call our max_tokens cut (tokenized fine)
         self.notes: list[str] = []
         self.own_signals = True  # a fleet run handles signals once, for all its sessions
+        self._preflight_task: asyncio.Task | None = None
 
     async def main(self) -> VerifyResult:
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         t_start = time.perf_counter()
         result = VerifyResult(Verdict.ERROR, [], self.config, started_at=started_at)
-        result.secrets = [self.api_key] if self.api_key else []
         could_not_run: str | None = None
         with contextlib.ExitStack() as stack:
             try:
@@ -110,7 +116,7 @@ class Session:
                 could_not_run = f"the bundled server did not start: {exc}"
             else:
                 target = Target(
-                    _base(base_url),
+                    _base(self._strip_credentials(base_url)),
                     self.config.url is None,
                     self.config.guarded if self.config.url is None else None,
                 )
@@ -129,11 +135,20 @@ class Session:
     async def _run(self, target: Target, result: VerifyResult) -> str | None:
         records_file = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
         records: IO[str] | None = records_file
-        session = aiohttp.ClientSession()
+        session = aiohttp.ClientSession(auth=self.auth)
         background: list[asyncio.Task] = []
         restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
         try:
-            factory = await self._preflight(session, target)
+            self._preflight_task = asyncio.ensure_future(self._preflight(session, target))
+            try:
+                factory = await self._preflight_task
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise
+                self.notes.append("interrupted during the preflight: no load was sent")
+                return None
+            finally:
+                self._preflight_task = None
             if target.nothing_served:  # nothing to load: not a PASS, not the server's failure either
                 self.nothing_served = ", ".join(f"{p} answered {'yes' if ok else 'no'}" for p, ok in
                                                 sorted(target.endpoints.items()))
@@ -160,7 +175,8 @@ class Session:
                     records = None
                 if self.interrupted or self.death or not level.passed:
                     break
-            metrics_after = await scrape_metrics(session, base_url + "/metrics")
+            # Interrupted: no more waiting on the server (a hung one would hold the exit for the scrape's timeout).
+            metrics_after = None if self.interrupted else await scrape_metrics(session, base_url + "/metrics")
             if metrics_before is not None or metrics_after is not None:
                 result.metrics_scrape = {"before": metrics_before, "after": metrics_after}
             result.workload = {"fit": factory.fit.to_dict(), "scenarios": dict(target.scenarios)}
@@ -246,7 +262,7 @@ class Session:
         drain = self.config.timeout if duration is None else min(self.config.timeout, _DRAIN_GRACE + duration / 4)
         plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
         async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
-                              api_key=self.api_key) as client:
+                              api_key=self.api_key, auth=self.auth) as client:
             client.served = self.served
             self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
                                on_outcome=self._on_outcome)
@@ -363,13 +379,22 @@ class Session:
             return "n/a"
         return "failing" if h.failing else ("ok" if h.consecutive == 0 else f"{h.consecutive} failed")
 
+    def _strip_credentials(self, url: str) -> str:
+        """The URL without its user:password, which goes in `self.auth` (sent as Basic auth, written nowhere)."""
+        bare, credentials = without_password(url)
+        if credentials is not None:
+            self.auth = aiohttp.BasicAuth(*credentials)
+        return bare
+
     def interrupt(self) -> None:
-        """Ctrl-C or SIGTERM: end the load early (a second time: stop waiting for in-flight requests)."""
-        if self.interrupted and self.run is not None:
-            self.run.abort()
+        """Ctrl-C or SIGTERM: end at once. The preflight is cancelled, and the load stops without waiting for
+        in-flight requests (counted as cancelled): a hung server cannot hold the run (the second signal,
+        handled in verify.signals, exits without a report)."""
         self.interrupted = True
+        if self._preflight_task is not None:
+            self._preflight_task.cancel()
         if self.run is not None:
-            self.run.stop()
+            self.run.abort()
 
     # -- the verdict -------------------------------------------------------------------------------------
 

@@ -24,6 +24,8 @@ import aiohttp
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
+from borrowguard._text import mask
+
 if TYPE_CHECKING:
     from borrowguard.scan import Hit
 
@@ -65,6 +67,7 @@ class LogWatch:
     counts: Counter = field(default_factory=Counter)
     level_counts: Counter = field(default_factory=Counter)  # (level, id) -> n, exact
     lines: int = 0
+    secrets: tuple[str, ...] = ()  # masked in every line as it comes in, before any cut
 
     def __post_init__(self) -> None:
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=20_000)
@@ -111,7 +114,7 @@ class LogWatch:
                 state["lines"] += 1
                 while not self._stop.is_set():
                     try:
-                        self._queue.put((source, line[:_MAX_LINE]), timeout=0.2)
+                        self._queue.put((source, mask(line, self.secrets)[:_MAX_LINE]), timeout=0.2)
                         break
                     except queue.Full:
                         continue
@@ -226,7 +229,8 @@ class HealthWatch:
         self.polls += 1
         error = None
         try:
-            async with session.get(self.url, timeout=aiohttp.ClientTimeout(total=self.timeout)) as resp:
+            async with session.get(self.url, timeout=aiohttp.ClientTimeout(total=self.timeout),
+                                   allow_redirects=False) as resp:  # never to another origin
                 await resp.content.read(1024)
                 if resp.status == 404 and not self.succeeded_once and self.polls == 1:
                     self.unsupported = True
@@ -237,7 +241,9 @@ class HealthWatch:
             refused = isinstance(exc.os_error, ConnectionRefusedError)
             error = "connection refused" if refused else f"cannot connect: {exc.os_error}"
             self.refused_consecutive = self.refused_consecutive + 1 if refused else 0
-        except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
+        except asyncio.TimeoutError:  # its str() is empty: say what timed out, after how long
+            error = f"no answer within {self.timeout:g} s"
+        except (aiohttp.ClientError, OSError) as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         if error is None:
             self.succeeded_once = True
@@ -272,7 +278,7 @@ _MAX_RETRIED_LINES = 1000  # a page of nothing but bad lines costs at most this 
 async def scrape_metrics(session: aiohttp.ClientSession, url: str) -> dict[str, float] | None:
     """The request-related series of a Prometheus /metrics page (None when there is none)."""
     try:
-        async with session.get(url, timeout=aiohttp.ClientTimeout(total=5)) as resp:
+        async with session.get(url, timeout=aiohttp.ClientTimeout(total=5), allow_redirects=False) as resp:
             if resp.status != 200:
                 return None
             raw = await resp.content.read(_MAX_METRICS_BODY)
