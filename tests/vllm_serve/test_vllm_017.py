@@ -24,7 +24,7 @@ import os
 import pytest
 from verify_cli import counts_line, verify
 
-VERIFY_S = os.environ.get("BORROWGUARD_VLLM_SERVE_017_VERIFY_S", "60")
+VERIFY_N = os.environ.get("BORROWGUARD_VLLM_SERVE_017_VERIFY_N", "300")
 THRESHOLD = 3
 TOKENIZER_FINDINGS = ("tokenizer-already-borrowed", "tokenizer-acquire-retry")
 
@@ -37,7 +37,7 @@ def server_017(request, start_vllm, serve_python_017):
 
 
 def test_verify_with_default_options_on_vllm_017(server_017):
-    code, doc = verify(server_017, VERIFY_S)
+    code, doc = verify(server_017, VERIFY_N)
     summary = doc["levels"][0]["summary"]
     print("\n" + counts_line(f"vllm 0.17.1 {'guarded' if server_017.guarded else 'unguarded'}", doc))
     print("notes:", doc["notes"])

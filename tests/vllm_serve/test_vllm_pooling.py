@@ -19,7 +19,7 @@ import pytest
 from verify_cli import counts_line, verify
 from vllm_serve_harness import POOLING_ARGS
 
-VERIFY_S = os.environ.get("BORROWGUARD_VLLM_SERVE_VERIFY_S", "30")
+VERIFY_N = os.environ.get("BORROWGUARD_VLLM_SERVE_POOLING_VERIFY_N", "200")
 THRESHOLD = 3
 SERVED = {"/v1/embeddings", "/pooling", "/score", "/rerank", "/v1/rerank", "/tokenize", "/detokenize"}
 
@@ -32,7 +32,7 @@ def pooling_server(request, start_vllm, tiny_text):
 
 
 def test_verify_with_default_options_on_an_embedding_server(pooling_server):
-    code, doc = verify(pooling_server, VERIFY_S)
+    code, doc = verify(pooling_server, VERIFY_N)
     summary = doc["levels"][0]["summary"]
     print("\n" + counts_line(f"vllm 0.19.1 pooling {'guarded' if pooling_server.guarded else 'unguarded'}", doc))
     endpoints = doc["target"]["endpoints"]
