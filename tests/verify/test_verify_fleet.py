@@ -9,13 +9,18 @@ import sys
 from pathlib import Path
 
 import pytest
+import tokenizers
+from packaging.version import Version
 
 from borrowguard.errors import UserInputError
 from borrowguard.server import ServerProcess
 from borrowguard.verify.fleet import Replica, load_targets, parse_target, worst
-from borrowguard.verify.result import Verdict
+from borrowguard.verify.result import ReasonCode, Verdict
 
 SMALL = ["--image-sizes", "64x64", "-c", "4"]
+OLD_STACK = Version(tokenizers.__version__) < Version("0.23.1")
+RACE_REASONS = {ReasonCode.TOKENIZER_ERRORS, ReasonCode.PROMPT_TOKENS_MISMATCH}
+"""The reasons that name the race itself, on either stack."""
 
 
 @pytest.mark.slow
@@ -42,7 +47,14 @@ def test_three_bundled_servers_pass_pass_fail_and_the_fleet_fails(tmp_path: Path
     for name, source in (("a", str(logs["a"])), ("b", str(logs["b"])), ("c", f"tail -n 0 -F {logs['c']}")):
         (followed,) = by_name[name]["log"]["sources"]
         assert followed["source"] == source and followed["lines"] > 0 and followed["error"] is None
-    assert by_name["c"]["reasons"], by_name["c"]
+    # c fails for the race itself, not for just any failure (a timeout, a reset): the stack's tokenizer symptom
+    # ("Already borrowed" in the log and the answers on tokenizers <= 0.22; on >= 0.23 identical requests
+    # counted differently).
+    codes = {r["code"] for r in by_name["c"]["reasons"]}
+    assert codes & RACE_REASONS, by_name["c"]["reasons"]
+    if OLD_STACK:
+        assert ReasonCode.TOKENIZER_ERRORS in codes, by_name["c"]["reasons"]
+        assert any(k.startswith("tokenizer") for k in by_name["c"]["log"]["finding_counts"]), by_name["c"]["log"]
     assert not any(k.startswith("tokenizer") for k in by_name["a"]["log"]["finding_counts"])
     # the loads ran at the same time, in one run
     assert all(t["levels"][0]["summary"]["requests"] > 20 for t in doc["targets"])
