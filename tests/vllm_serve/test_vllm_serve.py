@@ -20,6 +20,7 @@ from vllm_serve_harness import DISABLED_LINE, INSTALLED_LINE, model_max_length, 
 
 PROBE_S = float(os.environ.get("BORROWGUARD_VLLM_SERVE_PROBE_S", "20"))
 VERIFY_N = os.environ.get("BORROWGUARD_VLLM_SERVE_VERIFY_N", "300")
+THRESHOLD = 3  # tokenizer-caused failures an unguarded arm must show: more than a single hit
 
 
 def _get_json(url: str) -> dict:
@@ -59,13 +60,16 @@ def test_two_microbatch_queues_race_only_unguarded(served):
     start = served.log_path.stat().st_size
     res = asyncio.run(probe.run_mix(served.base_url, served.model, "queues", PROBE_S, 16))
     log = probe.log_counts(served.log_path, start)
+    print(f"\nqueues {'guarded' if served.guarded else 'unguarded'}: {res['requests']} requests, "
+          f"statuses {res['status']}, borrowed bodies {res.get('borrowed_bodies')}, log {log}")
     assert res["requests"] > 100, res  # a run that did too little proves nothing
     if served.guarded:
         assert res["status"] == {"200": res["requests"]}, res
         assert log["already_borrowed"] == 0 and log["traceback"] == 0, log
     else:
-        assert res["borrowed_bodies"] > 0, res
-        assert log["already_borrowed"] > 0, log
+        # More than a single hit: one stray line proves little (measured: tens to hundreds of them per run)
+        assert res["borrowed_bodies"] >= THRESHOLD, res
+        assert log["already_borrowed"] >= THRESHOLD, log
 
 
 def test_verify_with_default_options_tells_the_truth(served, tmp_path):
@@ -101,7 +105,7 @@ def test_verify_with_default_options_tells_the_truth(served, tmp_path):
         assert all(INSTALLED_LINE in line for line in lines), lines
     else:
         assert proc.returncode == 1 and doc["verdict"] == "FAIL", doc["reasons"]
-        assert findings.get("tokenizer-already-borrowed", 0) > 0, findings
+        assert findings.get("tokenizer-already-borrowed", 0) >= THRESHOLD, findings  # measured: 13-15 per run
         assert doc["reasons"][0]["code"] == "tokenizer-errors", doc["reasons"]
-        assert summary["errors_by_fault"].get("tokenizer", 0) > 0
+        assert summary["errors_by_fault"].get("tokenizer", 0) >= THRESHOLD, summary["errors_by_fault"]
     assert report.read_text().count("<svg") >= 1
