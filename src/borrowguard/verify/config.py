@@ -29,18 +29,19 @@ class ConfigError(UserInputError):
     goes, so that a front end can name it its own way (`said_as("--concurrency")`).
     """
 
-    def __init__(self, setting: str, template: str, target: str | None = None) -> None:
+    def __init__(self, setting: str, template: str, target: str | None = None, detail: str = "") -> None:
         self.setting = setting
         self.template = template
+        self.detail = detail  # said after the template as it is (it may quote the user's text, braces too)
         self.target = target  # the fleet target whose settings these are
         super().__init__(self.said_as(setting))
 
     def said_as(self, name: str) -> str:
-        text = self.template.format(name)
+        text = self.template.format(name) + self.detail
         return f"target {self.target}: {text}" if self.target else text
 
     def for_target(self, target: str) -> ConfigError:
-        return ConfigError(self.setting, self.template, target)
+        return ConfigError(self.setting, self.template, target, self.detail)
 
 
 @dataclass

@@ -10,17 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import aiohttp
 
 from borrowguard._text import without_password
 from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.faults import Fault, MismatchKind, context_numbers
-from borrowguard.load.fit import ContextFit
 from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory
@@ -41,7 +40,8 @@ from borrowguard.verify.verdict import (
     decide,
     level_reasons,
 )
-from borrowguard.verify.watch import HealthWatch, LogEvent, LogWatch, scrape_metrics
+from borrowguard.verify.watch import HealthWatch, LogEvent, LogWatch, MetricsScrape, scrape_metrics
+from borrowguard.verify.wording import flag
 
 if TYPE_CHECKING:
     from borrowguard.server.process import ServerProcess
@@ -87,13 +87,15 @@ class Session:
         # Masked where outside text comes in (answers, log lines), before any cut; never in our own words.
         self.secrets = (self.api_key,) if self.api_key else ()
         self.auth: aiohttp.BasicAuth | None = None  # a user:password from --url, out of every URL we write
-        self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands), secrets=self.secrets)
+        self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands), secrets=self.secrets,
+                             on_finding=self._on_finding, clock=self._clock)
         self.health: HealthWatch | None = None
         self.run: LoadRun | None = None
         self.level_index = 0
         self.death: str | None = None
         self.interrupted = False
         self.server: ServerProcess | None = None  # the bundled server, when it is the target
+        self.target: Target | None = None  # what is known of the server: set anew as facts come, never changed
         self.metrics: LoadMetrics | None = None
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
@@ -115,13 +117,13 @@ class Session:
             except Exception as exc:  # the bundled server could not start: nothing was measured
                 could_not_run = f"the bundled server did not start: {exc}"
             else:
-                target = Target(
+                self.target = Target(
                     _base(self._strip_credentials(base_url)),
                     self.config.url is None,
                     self.config.guarded if self.config.url is None else None,
                 )
-                could_not_run = await self._run(target, result)
-                result.target = target.to_dict()
+                could_not_run = await self._run(self.target, result)
+                result.target = self.target
         self._conclude(result, could_not_run)
         result.elapsed = time.perf_counter() - t_start
         return result
@@ -139,23 +141,28 @@ class Session:
         background: list[asyncio.Task] = []
         restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
         try:
-            self._preflight_task = asyncio.ensure_future(self._preflight(session, target))
+            preflight = Preflight(session, target, api_key=self.api_key, timeout=self.config.timeout)
+            self._preflight_task = asyncio.ensure_future(preflight.learn(
+                self.config.scenario, model=self.config.model, max_model_len=self.config.max_model_len
+            ))
             try:
-                factory = await self._preflight_task
+                self.target, factory = await self._preflight_task
             except asyncio.CancelledError:
                 if not self.interrupted:
                     raise
+                self.target = preflight.learned  # what was learned before the signal
                 self.notes.append("interrupted during the preflight: no load was sent")
                 return None
             finally:
                 self._preflight_task = None
+            target = self.target
+            self.factory = factory
+            self.served = frozenset(path for path, ok in target.endpoints.items() if ok)
             if target.nothing_served:  # nothing to load: not a PASS, not the server's failure either
                 self.nothing_served = ", ".join(f"{p} answered {'yes' if ok else 'no'}" for p, ok in
                                                 sorted(target.endpoints.items()))
                 return None
             if self.logs.active:
-                self.logs.clock = self._clock
-                self.logs.on_finding = self._on_finding
                 self.logs.start()
                 background.append(asyncio.create_task(self.logs.run()))
             base_url = target.url
@@ -170,7 +177,7 @@ class Session:
                 result.levels.append(level)
                 if self.run is not None and self.run.records_error:
                     self.notes.append(
-                        f"--records: writing stopped ({self.run.records_error}); the run went on"
+                        f"{flag('records')}: writing stopped ({self.run.records_error}); the run went on"
                     )
                     records = None
                 if self.interrupted or self.death or not level.passed:
@@ -178,13 +185,16 @@ class Session:
             # Interrupted: no more waiting on the server (a hung one would hold the exit for the scrape's timeout).
             metrics_after = None if self.interrupted else await scrape_metrics(session, base_url + "/metrics")
             if metrics_before is not None or metrics_after is not None:
-                result.metrics_scrape = {"before": metrics_before, "after": metrics_after}
-            result.workload = {"fit": factory.fit.to_dict(), "scenarios": dict(target.scenarios)}
+                result.metrics_scrape = MetricsScrape(metrics_before, metrics_after)
+            result.fit = factory.fit.summary()
+            server_config = self.logs.server_config()
+            if server_config:
+                self.target = replace(target, server_config=server_config)
             exposure = race_exposure(
                 target.server,
                 target.version,
                 bad_words_sent=self.config.scenario.vllm_extensions,
-                renderer_workers=_renderer_workers(target, self.logs),
+                renderer_workers=_renderer_workers(server_config),
             )
             if exposure:
                 self.notes.append(exposure)
@@ -196,6 +206,7 @@ class Session:
                     f"of the tools scenario ended at {factory.tool_max_tokens}"
                 )
         except PreflightError as exc:
+            self.target = preflight.learned
             return str(exc)
         finally:
             restore_signals()
@@ -208,25 +219,6 @@ class Session:
                 with contextlib.suppress(OSError):  # a full disk was reported already, as a note
                     records_file.close()
         return None
-
-    async def _preflight(self, session: aiohttp.ClientSession, target: Target) -> RequestFactory:
-        pre = Preflight(session, target.url, api_key=self.api_key, timeout=self.config.timeout)
-        await pre.models(target, self.config.model)
-        await pre.version(target)
-        if target.server is None and target.bundled_server:
-            target.server = "borrowguard-reference"
-        if self.config.max_model_len is not None:
-            target.max_model_len, target.max_model_len_source = self.config.max_model_len, "--max-model-len"
-        assert target.model is not None
-        factory = RequestFactory(self.config.scenario, target.model)
-        factory.fit = ContextFit(max_model_len=target.max_model_len, max_tokens=factory.max_tokens_sent)
-        await pre.probe(factory, target)
-        if self.config.max_model_len is None and target.max_model_len != factory.fit.max_model_len:
-            factory.fit.max_model_len = target.max_model_len
-        await pre.measure(factory, target)
-        self.factory = factory
-        self.served = frozenset(path for path, ok in target.endpoints.items() if ok)
-        return factory
 
     async def _level(
         self, base_url: str, factory: RequestFactory, concurrency: int, records: IO[str] | None
@@ -404,7 +396,7 @@ class Session:
         result.finding_counts = dict(logs.counts)
         result.log_lines = logs.lines
         result.log_sources = logs.sources_state()
-        result.health = self.health.to_dict() if self.health is not None else None
+        result.health = self.health.summary() if self.health is not None else None
         result.interrupted = self.interrupted
         facts = RunFacts(
             levels=result.levels,
@@ -417,8 +409,8 @@ class Session:
             log=LogState(
                 given=logs.active,
                 lines=logs.lines,
-                failed=[f"{s['source']}: {s['error']}" for s in result.log_sources if s.get("error")],
-                silent=[s["source"] for s in result.log_sources if not s.get("lines") and not s.get("error")],
+                failed=[f"{s.source}: {s.error}" for s in result.log_sources if s.error],
+                silent=[s.source for s in result.log_sources if not s.lines and not s.error],
             ),
             health_watched=self.health is not None and not self.health.unsupported,
             health_failed=bool(self.health and self.health.failing),
@@ -450,12 +442,10 @@ def _ok_counts(level: LevelResult) -> dict[str, int]:
     return {name: stats.ok for name, stats in level.summary.scenarios.items()}
 
 
-def _renderer_workers(target: Target, logs: LogWatch) -> int | None:
+def _renderer_workers(server_config: Mapping[str, Any]) -> int | None:
     """vLLM's --renderer-num-workers, from its start-up lines in the log (absent there: the default, 1)."""
-    config = logs.server_config()
-    if config:
-        target.server_config = config
-        workers = config.get("renderer_num_workers")
+    if server_config:
+        workers = server_config.get("renderer_num_workers")
         return int(workers) if isinstance(workers, int) else 1
     return None
 

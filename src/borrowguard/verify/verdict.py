@@ -19,6 +19,7 @@ from borrowguard.knowledge import Kind, load
 from borrowguard.load.faults import Fault
 from borrowguard.load.summary import LevelSummary
 from borrowguard.verify.result import Check, CheckName, CheckState, LevelResult, Reason, ReasonCode, Verdict
+from borrowguard.verify.wording import LOG_FLAGS
 
 # which log findings are the tokenizer race and which the engine's death: the knowledge base says, by kind
 TOKENIZER_IDS = load().log_ids(Kind.TOKENIZER_RACE)
@@ -235,7 +236,7 @@ def _log_check(log: LogState, codes: set[ReasonCode]) -> Check:
     if ReasonCode.TOKENIZER_ERRORS in codes:
         return Check(CheckName.LOG, CheckState.FAILED, "tokenizer errors")
     if not log.given:
-        return Check(CheckName.LOG, CheckState.NOT_RUN, "no server log given (--log / --log-cmd)")
+        return Check(CheckName.LOG, CheckState.NOT_RUN, f"no server log given ({LOG_FLAGS})")
     problems = [f"{s} failed" for s in log.failed] + [f"{s} yielded no line" for s in log.silent]
     if problems or log.lines == 0:
         return Check(CheckName.LOG, CheckState.NOT_RUN, "log not read: " + ("; ".join(problems) or "no line"))
