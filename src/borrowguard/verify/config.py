@@ -44,7 +44,7 @@ class ConfigError(UserInputError):
         return ConfigError(self.setting, self.template, target, self.detail)
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerifyConfig:
     url: str | None = None  # None: start the bundled reference server
     model: str | None = None
@@ -71,7 +71,7 @@ class VerifyConfig:
 
     def __post_init__(self) -> None:
         if self.duration is None and self.requests is None:
-            self.duration = DEFAULT_DURATION
+            object.__setattr__(self, "duration", DEFAULT_DURATION)  # frozen: set once, while it is made
 
     def validate(self) -> None:
         if self.concurrency < 1:

@@ -45,7 +45,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SEVERITY = {Verdict.PASS: 0, Verdict.INCOMPLETE: 1, Verdict.ERROR: 2, Verdict.FAIL: 3}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Replica:
     """One server of a fleet (a `--target`): loaded at once with the others, with its own log and verdict."""
 
@@ -69,7 +69,7 @@ def parse_target(spec: str) -> Replica:
         key = key.strip()
         if not sep or not value.strip():
             raise ConfigError("targets", "{} ", detail=f"{name}: expected KEY=VALUE after the URL, got {option!r}")
-        _apply(target, key, value.strip(), ("targets", f" {name}"))
+        target = _apply(target, key, value.strip(), ("targets", f" {name}"))
     return target
 
 
@@ -107,7 +107,7 @@ def load_targets(path: Path) -> list[Replica]:
                 if not isinstance(item, str):
                     raise ConfigError("targets_file", "{}", detail=f"{where}: {key} must be a string (or a list of "
                                       "strings)")
-                _apply(target, key.replace("_", "-"), item, ("targets_file", where))
+                target = _apply(target, key.replace("_", "-"), item, ("targets_file", where))
         targets.append(target)
     return targets
 
@@ -116,17 +116,16 @@ def _file_error(path: Path, problem: str) -> ConfigError:
     return ConfigError("targets_file", "{}", detail=f" {path}: {problem}")
 
 
-def _apply(target: Replica, key: str, value: str, where: tuple[str, str]) -> None:
-    """One KEY=VALUE of a target; `where` is the setting it came in and which entry of it."""
+def _apply(target: Replica, key: str, value: str, where: tuple[str, str]) -> Replica:
+    """The target with one more KEY=VALUE; `where` is the setting it came in and which entry of it."""
     if key == "log":
-        target.logs.append(Path(value).expanduser())
-    elif key == "log-cmd":
-        target.log_commands.append(value)
-    elif key == "model":
-        target.model = value
-    else:
-        setting, entry = where
-        raise ConfigError(setting, "{}", detail=f"{entry}: unknown key {key!r} (known: log, log-cmd, model)")
+        return dataclasses.replace(target, logs=[*target.logs, Path(value).expanduser()])
+    if key == "log-cmd":
+        return dataclasses.replace(target, log_commands=[*target.log_commands, value])
+    if key == "model":
+        return dataclasses.replace(target, model=value)
+    setting, entry = where
+    raise ConfigError(setting, "{}", detail=f"{entry}: unknown key {key!r} (known: log, log-cmd, model)")
 
 
 def check_targets(targets: list[Replica]) -> None:
@@ -140,7 +139,7 @@ def check_targets(targets: list[Replica]) -> None:
         raise UserInputError(f"target names must be unique: {', '.join(duplicates)}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class FleetResult:
     verdict: Verdict
     targets: list[tuple[str, VerifyResult]]
@@ -201,8 +200,7 @@ async def _fleet(
     sessions = []
     for target, config in zip(targets, configs):
         report = (lambda p, name=target.name: progress(name, p)) if progress else None
-        session = Session(config, report)
-        session.own_signals = False
+        session = Session(config, report, own_signals=False)
         sessions.append(session)
 
     def interrupt() -> None:

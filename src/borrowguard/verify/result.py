@@ -42,7 +42,7 @@ class ReasonCode(StrEnum):
     WORKLOAD_MISMATCH = "workload-mismatch"  # nothing valid could be sent: ours, not the server's (exit 2)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reason:
     code: ReasonCode
     message: str
@@ -63,7 +63,7 @@ class CheckName(StrEnum):
     HEALTH = "health"  # the health endpoint kept answering
 
 
-@dataclass
+@dataclass(frozen=True)
 class Check:
     """One of the verdict's checks, and whether it could run: a PASS only vouches for the checks that ran."""
 
@@ -72,7 +72,7 @@ class Check:
     detail: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class LevelResult:
     concurrency: int
     elapsed: float
@@ -86,7 +86,7 @@ class LevelResult:
         return not self.reasons
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerifyResult:
     verdict: Verdict
     reasons: list[Reason]

@@ -20,6 +20,7 @@ import aiohttp
 from borrowguard._text import without_password
 from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.faults import Fault, MismatchKind, context_numbers
+from borrowguard.load.fit import FitSummary
 from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory
@@ -50,7 +51,7 @@ _DEATH_GRACE = 1.0  # after engine death, in-flight requests get this long to fa
 _DRAIN_GRACE = 5.0  # after the planned end, in-flight requests get at most this + a quarter of the duration
 
 
-@dataclass
+@dataclass(frozen=True)
 class Progress:
     """A snapshot for the live display, handed out about twice a second."""
 
@@ -80,7 +81,9 @@ def run_verify(config: VerifyConfig, progress: Callable[[Progress], None] | None
 
 
 class Session:
-    def __init__(self, config: VerifyConfig, progress: Callable[[Progress], None] | None) -> None:
+    def __init__(
+        self, config: VerifyConfig, progress: Callable[[Progress], None] | None, *, own_signals: bool = True
+    ) -> None:
         self.config = config
         self.progress = progress
         self.api_key = config.api_key
@@ -101,15 +104,17 @@ class Session:
         self.tokenizer_reported = 0
         self.tool_calls_cut = 0
         self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer
-        self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served  # tools requests whose forced call our max_tokens cut (tokenized fine)
+        self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served
         self.notes: list[str] = []
-        self.own_signals = True  # a fleet run handles signals once, for all its sessions
+        self.levels: list[LevelResult] = []
+        self.fit: FitSummary | None = None
+        self.metrics_scrape: MetricsScrape | None = None
+        self.own_signals = own_signals  # False in a fleet run: it handles signals once, for all its sessions
         self._preflight_task: asyncio.Task | None = None
 
     async def main(self) -> VerifyResult:
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         t_start = time.perf_counter()
-        result = VerifyResult(Verdict.ERROR, [], self.config, started_at=started_at)
         could_not_run: str | None = None
         with contextlib.ExitStack() as stack:
             try:
@@ -122,11 +127,8 @@ class Session:
                     self.config.url is None,
                     self.config.guarded if self.config.url is None else None,
                 )
-                could_not_run = await self._run(self.target, result)
-                result.target = self.target
-        self._conclude(result, could_not_run)
-        result.elapsed = time.perf_counter() - t_start
-        return result
+                could_not_run = await self._run(self.target)
+        return self._conclude(could_not_run, started_at, time.perf_counter() - t_start)
 
     def _start_bundled(self, stack: contextlib.ExitStack) -> str:
         bundled = start_bundled(self.config, stack)
@@ -134,7 +136,7 @@ class Session:
         self.logs.fresh_files.append(bundled.log_path)
         return bundled.url
 
-    async def _run(self, target: Target, result: VerifyResult) -> str | None:
+    async def _run(self, target: Target) -> str | None:
         records_file = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
         records: IO[str] | None = records_file
         session = aiohttp.ClientSession(auth=self.auth)
@@ -174,7 +176,7 @@ class Session:
                     break
                 self.level_index = index
                 level = await self._level(base_url, factory, concurrency, records)
-                result.levels.append(level)
+                self.levels.append(level)
                 if self.run is not None and self.run.records_error:
                     self.notes.append(
                         f"{flag('records')}: writing stopped ({self.run.records_error}); the run went on"
@@ -185,8 +187,8 @@ class Session:
             # Interrupted: no more waiting on the server (a hung one would hold the exit for the scrape's timeout).
             metrics_after = None if self.interrupted else await scrape_metrics(session, base_url + "/metrics")
             if metrics_before is not None or metrics_after is not None:
-                result.metrics_scrape = MetricsScrape(metrics_before, metrics_after)
-            result.fit = factory.fit.summary()
+                self.metrics_scrape = MetricsScrape(metrics_before, metrics_after)
+            self.fit = factory.fit.summary()
             server_config = self.logs.server_config()
             if server_config:
                 self.target = replace(target, server_config=server_config)
@@ -254,8 +256,7 @@ class Session:
         drain = self.config.timeout if duration is None else min(self.config.timeout, _DRAIN_GRACE + duration / 4)
         plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
         async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
-                              api_key=self.api_key, auth=self.auth) as client:
-            client.served = self.served
+                              api_key=self.api_key, auth=self.auth, served=self.served) as client:
             self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
                                on_outcome=self._on_outcome)
             ticker = asyncio.create_task(self._tick(concurrency))
@@ -390,16 +391,12 @@ class Session:
 
     # -- the verdict -------------------------------------------------------------------------------------
 
-    def _conclude(self, result: VerifyResult, could_not_run: str | None) -> None:
+    def _conclude(self, could_not_run: str | None, started_at: str, elapsed: float) -> VerifyResult:
+        """The run's result, made once from what the session gathered and the pure verdict."""
         logs = self.logs
-        result.findings = list(logs.findings)
-        result.finding_counts = dict(logs.counts)
-        result.log_lines = logs.lines
-        result.log_sources = logs.sources_state()
-        result.health = self.health.summary() if self.health is not None else None
-        result.interrupted = self.interrupted
+        sources = logs.sources_state()
         facts = RunFacts(
-            levels=result.levels,
+            levels=self.levels,
             could_not_run=could_not_run,
             interrupted=self.interrupted,
             death=self.death,
@@ -409,33 +406,40 @@ class Session:
             log=LogState(
                 given=logs.active,
                 lines=logs.lines,
-                failed=[f"{s.source}: {s.error}" for s in result.log_sources if s.error],
-                silent=[s.source for s in result.log_sources if not s.lines and not s.error],
+                failed=[f"{s.source}: {s.error}" for s in sources if s.error],
+                silent=[s.source for s in sources if not s.lines and not s.error],
             ),
             health_watched=self.health is not None and not self.health.unsupported,
             health_failed=bool(self.health and self.health.failing),
         )
-        result.verdict, result.reasons, result.checks, notes = decide(facts)
-        result.notes.extend(self.notes + notes)
+        verdict, reasons, checks, said = decide(facts)
+        notes = self.notes + said
         if self.nothing_served is not None:
-            result.verdict = Verdict.INCOMPLETE
-            result.notes = [n for n in result.notes if not n.startswith("interrupted before")]
-            result.notes.append("the server serves none of the tokenizing endpoints verify knows (chat, "
-                                "completions, tokenize, embeddings, score, rerank, pooling, classify), so "
-                                f"nothing was tested: {self.nothing_served}")
-        elif result.verdict is Verdict.PASS:  # a PASS claims only what it tested
-            log_check = next((c for c in result.checks if c.name == CheckName.LOG), None)
+            verdict = Verdict.INCOMPLETE
+            notes = [n for n in notes if not n.startswith("interrupted before")]
+            notes.append("the server serves none of the tokenizing endpoints verify knows (chat, completions, "
+                         "tokenize, embeddings, score, rerank, pooling, classify), so nothing was tested: "
+                         f"{self.nothing_served}")
+        elif verdict is Verdict.PASS:  # a PASS claims only what it tested
+            log_check = next((c for c in checks if c.name == CheckName.LOG), None)
+            ran = exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in self.levels)
             why = incomplete_because(
-                exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels), sorted(self.served),
+                ran, sorted(self.served),
                 log_asked=logs.active, log_ran=log_check is not None and log_check.state == CheckState.PASSED,
                 log_detail=log_check.detail if log_check is not None else "",
             )
             if why:
-                result.verdict = Verdict.INCOMPLETE
-                result.notes.extend(why)
+                verdict = Verdict.INCOMPLETE
+                notes.extend(why)
             else:
-                ran = exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels)
-                result.notes.append(f"exercised under concurrent load: {ran.describe()}")
+                notes.append(f"exercised under concurrent load: {ran.describe()}")
+        return VerifyResult(
+            verdict, reasons, self.config, levels=list(self.levels), target=self.target, checks=checks,
+            fit=self.fit, findings=list(logs.findings), finding_counts=dict(logs.counts), log_lines=logs.lines,
+            log_sources=sources, health=self.health.summary() if self.health is not None else None,
+            metrics_scrape=self.metrics_scrape, interrupted=self.interrupted, notes=notes,
+            started_at=started_at, elapsed=elapsed,
+        )
 
 
 def _ok_counts(level: LevelResult) -> dict[str, int]:

@@ -27,7 +27,7 @@ DEATH_IDS = load().log_ids(Kind.ENGINE_DEATH)
 _WORST_GROUPS = 6
 
 
-@dataclass
+@dataclass(frozen=True)
 class LevelFacts:
     concurrency: int
     summary: LevelSummary
@@ -38,7 +38,7 @@ class LevelFacts:
     max_error_rate: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class LogState:
     """What was read of the server's log: a PASS may claim "no tokenizer errors in the log" only if
     every source yielded lines and none failed."""
@@ -49,7 +49,7 @@ class LogState:
     silent: list[str] = field(default_factory=list)  # sources that never yielded a line
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunFacts:
     levels: list[LevelResult]
     could_not_run: str | None
