@@ -231,7 +231,9 @@ class Scanner(BulkReading):
             if kind is Kind.FRAME:
                 win.flat = win.flat or message[:1] == "F"
                 win.tokenizer = win.tokenizer or tokenizer_frame(message)
-                win.last_frame = message
+                win.last_frame = win.last_line = message
+            elif win.last_line == win.last_frame and message.strip(" \t^~"):
+                win.last_line = message  # the innermost frame's first source line (carets aside)
             for sig in self._ctx_sigs:
                 seen = attribution.line_evidence(sig.context, message, code=kind is not Kind.FRAME)  # type: ignore[arg-type]
                 if seen is not None:
@@ -328,6 +330,8 @@ class Scanner(BulkReading):
             if confidence is None:
                 continue
             if exc is None and sig.cut_inside is not None and not sig.cut_inside.search(win.last_frame):
+                continue
+            if exc is None and sig.cut_not_at is not None and sig.cut_not_at.search(win.last_line):
                 continue
             counted.add(sig.problem_id)
             text = " | ".join(texts) + ("" if exc is not None else " | (cut before the exception)")

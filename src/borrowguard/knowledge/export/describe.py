@@ -104,6 +104,10 @@ def signature(raw: Mapping[str, Any]) -> str:
             "; not counted when cut before its exception line" if cut == "none"
             else f"; when cut before its exception line: {cut} confidence"
         )
+        if cut != "none" and raw.get("cut_inside"):
+            text += f", only when its last frame matches {_any(raw['cut_inside'])}"
+        if cut != "none" and raw.get("cut_not_at"):
+            text += f", never when its innermost call matches {_any(raw['cut_not_at'])}"
     else:
         text = f"a log line matching {_any(raw.get('message', ()))}{sure}"
     if raw.get("exclude"):
