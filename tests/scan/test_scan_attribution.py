@@ -151,3 +151,40 @@ def test_a_paste_cut_where_the_race_raises_still_counts(under_pool: bool) -> Non
          FAST.format(n=494, fn="set_truncation_and_padding"), "    self._tokenizer.enable_truncation(**target)"),
     ):
         assert _cut(*head, *tail) == [(TOKENIZER, "medium")], tail
+
+
+def test_a_waiting_line_of_a_quiet_followed_log_is_decided_without_more_lines() -> None:
+    sc = Scanner()
+    assert sc.feed("RuntimeError: Already borrowed", "s") == []  # waits: evidence may follow
+    assert sc.settle_idle(quiet_s=3600) == []  # read just now: still waiting
+    hits = sc.settle_idle(quiet_s=0)  # the log went quiet: decided by what came so far
+    assert [(h.id, h.confidence) for h in hits] == [(TOKENIZER, "low")]
+    more = [h for _ in range(sc.signatures[0].context.reach + 5) for h in sc.feed("INFO nothing", "s")]  # type: ignore[union-attr]
+    assert more == [] and sc.settle_idle(quiet_s=0) == []  # decided once, never again
+    assert [f.count for f in sc.result().findings] == [1]
+
+
+def test_follow_reports_a_lone_bare_line_while_the_log_stays_quiet(tmp_path: Path) -> None:
+    import threading
+
+    from borrowguard.scan.inputs.readers import Input
+    from borrowguard.scan.live import follow
+
+    log = tmp_path / "server.log"
+    log.write_text("INFO serving\nRuntimeError: Already borrowed\n")  # then nothing more, ever
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def on_hit(hit: object) -> None:
+        seen.append(hit.id)  # type: ignore[attr-defined]
+        stop.set()
+
+    gave_up: list[bool] = []
+    bound = threading.Timer(120, lambda: (gave_up.append(True), stop.set()))  # a hang bound, not a timing assertion
+    bound.start()
+    try:
+        follow(Scanner(), [Input(str(log), log)], stop, on_hit=on_hit, poll_interval=0.05)
+    finally:
+        bound.cancel()
+    # while following, not at the end: before, it came only after 200 more lines (never, here) or at the stop
+    assert seen == [TOKENIZER] and not gave_up

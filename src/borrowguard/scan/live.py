@@ -125,6 +125,10 @@ class _Pump:
         except (BorrowguardError, OSError) as exc:
             self._report.fail(f"{name}: stopped following: {exc}")
 
+    def idle(self) -> None:
+        """A quiet moment: lines waiting for their context that long are decided (Scanner.settle_idle)."""
+        self._tell(self._scanner.settle_idle())
+
     def _tell(self, hits: list[Hit]) -> None:
         if hits and self._on_hit is not None:
             with self._lock:
@@ -142,6 +146,7 @@ def _run_until_done(pump: _Pump, sources: list[_Source], stop: threading.Event) 
         while any(t.is_alive() for t in threads):
             for t in threads:
                 t.join(timeout=0.2)
+            pump.idle()
     finally:
         stop.set()
         for t in threads:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any, BinaryIO
 
 from borrowguard.knowledge import KnowledgeBase, load
@@ -123,6 +124,17 @@ class Scanner(BulkReading):
             for st in [self._sources[source]] if source in self._sources else list(self._sources.values()):
                 hits += self._finish(st)
             return hits
+
+    def settle_idle(self, quiet_s: float = attribution.IDLE_S) -> list[Hit]:
+        """Followed logs: matched lines still waiting for their context (see scan.attribution) that were
+        read more than `quiet_s` seconds ago are decided by what came so far; their hits."""
+        with self._lock:
+            before = time.monotonic() - quiet_s
+            hits: list[Hit] = []
+            for st in self._sources.values():
+                if st.attribution.undecided:
+                    hits += attribution.settle(self.kb, st.attribution, st.line_no, read_before=before)
+            return self._record_all(hits)
 
     def warn(self, message: str) -> None:
         """Note a problem with the input itself (a truncated .gz, an unreadable file in follow mode)."""
