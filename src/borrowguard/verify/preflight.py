@@ -15,7 +15,7 @@ from typing import Any
 import aiohttp
 
 from borrowguard._text import mask
-from borrowguard.load.client import error_message, redirect_message
+from borrowguard.load.client import TEMPLATE_ALLOWANCE, error_message, redirect_message
 from borrowguard.load.faults import FIXES, Fault, MismatchKind, blame, context_numbers
 from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory
 from borrowguard.verify.discovery import EndpointProbe, discover
@@ -232,7 +232,7 @@ class Preflight:
                     status, answer = 0, None
                 count = answer.get("count") if isinstance(answer, dict) else None
                 # A count beyond one token per byte of the body (plus room for a template) is not a count.
-                plausible = isinstance(count, int) and 0 < count <= len(json.dumps(body)) + 4096
+                plausible = isinstance(count, int) and 0 < count <= len(json.dumps(body)) + TEMPLATE_ALLOWANCE
                 if status == 200 and plausible:
                     counts[json.dumps(body, sort_keys=True)] = float(count)
         factory.estimate_all(counts)
