@@ -32,6 +32,7 @@ FAULTS = (
     # lying servers (issue 23): each must get FAIL or INCOMPLETE from verify, never PASS
     "no-usage", "too-long", "model-404", "bad-context", "typeerror-400", "error-200",
     "drift",  # a body seen before gets 5 more prompt tokens: consistent under load, not what it got alone
+    "bad-words-500",  # a request with bad_words gets vLLM's 500 with an empty message (its tokenizer call raised)
 )  # fmt: skip
 TOKENIZE = ("none", "ok", "huge")  # /tokenize: absent (404), a count of len(body) // 4, or 10**15
 READY = "fakeserver: listening on "
@@ -112,6 +113,8 @@ class _Server:
         if fault == "reset":
             writer.transport.abort()
             return False
+        if fault == "bad-words-500" and b'"bad_words"' in body:
+            return _send(writer, 500, b'{"object":"error","message":"","type":"InternalServerError","code":500}')
         lie = _LIES.get(fault)
         if lie is not None:
             return _send(writer, lie[0], json.dumps(lie[1]).encode())

@@ -107,3 +107,15 @@ def test_without_usage_in_any_answer_the_pass_line_does_not_claim_consistency() 
     assert "usage.prompt_tokens" not in line and "identical" not in line, line
     assert "60 of 60 valid requests got a 2xx" in line, line
     assert "not checked: prompt-tokens" in text.stdout
+
+
+def test_empty_500s_on_bad_words_requests_are_tied_to_them_with_how_to_see_the_error() -> None:
+    # vLLM encodes bad_words on its own path; when that tokenizer call raises, it answers 500 with an empty message
+    with FakeServer(faults=["bad-words-500"]) as srv:
+        code, doc, _ = verify(srv, "--mix", "text=1,tools=1")
+    assert (code, doc["verdict"]) == (1, "FAIL"), doc["reasons"]
+    summary = doc["levels"][0]["summary"]
+    assert summary["empty_5xx"] == summary["empty_5xx_bad_words"] > 0, summary
+    (reason,) = [r for r in doc["reasons"] if r["code"] == "request-errors"]
+    assert f"{summary['empty_5xx']} of them on requests with bad_words" in reason["message"], reason
+    assert "--enable-log-requests" in reason["message"], reason

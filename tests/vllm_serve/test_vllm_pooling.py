@@ -46,6 +46,9 @@ def test_verify_with_default_options_on_an_embedding_server(pooling_server):
     if pooling_server.guarded:
         assert (code, doc["verdict"]) == (0, "PASS"), doc["reasons"]
         assert summary["ok"] == summary["requests"]
+        # identical requests' counts and vectors equal what the same request got alone, before the load
+        checks = {c["name"]: c["state"] for c in doc["checks"]}
+        assert checks["prompt-tokens"] == checks["vectors"] == "passed", doc["checks"]
     else:
         assert (code, doc["verdict"]) == (1, "FAIL"), doc["reasons"]
         assert doc["reasons"][0]["code"] == "tokenizer-errors", doc["reasons"]
