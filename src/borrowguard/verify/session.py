@@ -493,7 +493,13 @@ def _references_said(references: dict[str, Reference]) -> str:
 
 
 def _ok_counts(level: LevelResult) -> dict[str, int]:
-    return {name: stats.ok for name, stats in level.summary.scenarios.items()}
+    """Per scenario the requests that reached the tokenizer and were answered: the 2xx, and the forced tool
+    calls our max_tokens cut (tokenized and generated: vLLM 0.17's 400 "Invalid JSON: EOF")."""
+    cut: dict[str, int] = {}
+    for group in level.summary.groups(workload=True):
+        if group.mismatch is MismatchKind.TOOL_CALL_CUT:
+            cut[group.scenario] = cut.get(group.scenario, 0) + group.count
+    return {name: stats.ok + cut.get(name, 0) for name, stats in level.summary.scenarios.items()}
 
 
 def _renderer_workers(target: Target, logs: LogWatch) -> int | None:
