@@ -23,6 +23,7 @@ import os
 
 import pytest
 from verify_cli import counts_line, verify
+from vllm_serve_harness import DISABLED_LINE, INSTALLED_LINE, plugin_lines
 
 VERIFY_N = os.environ.get("BORROWGUARD_VLLM_SERVE_017_VERIFY_N", "300")
 THRESHOLD = 3
@@ -37,6 +38,10 @@ def server_017(request, start_vllm, serve_python_017):
 
 
 def test_verify_with_default_options_on_vllm_017(server_017):
+    # the arm is what it says: the plugin loaded (a serve environment installed from a clone that moved is not)
+    lines = plugin_lines(server_017.log_path.read_text("utf-8", "replace"))
+    expected = INSTALLED_LINE if server_017.guarded else DISABLED_LINE
+    assert lines and all(expected in line for line in lines), (expected, lines)
     code, doc = verify(server_017, VERIFY_N)
     summary = doc["levels"][0]["summary"]
     print("\n" + counts_line(f"vllm 0.17.1 {'guarded' if server_017.guarded else 'unguarded'}", doc))
