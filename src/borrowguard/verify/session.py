@@ -281,7 +281,7 @@ class Session:
             client.served = self.served
             self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
                                on_outcome=self._on_outcome)
-            if not await self._take_references(client, factory):
+            if not await self._take_references(base_url, factory):
                 return
             ticker = asyncio.create_task(self._tick(concurrency))
             try:
@@ -291,19 +291,23 @@ class Session:
                 with contextlib.suppress(asyncio.CancelledError):
                     await ticker
 
-    async def _take_references(self, client: ChatClient, factory: RequestFactory) -> bool:
-        """Each repeat first alone: what every answer to it under load must equal. False: interrupted."""
+    async def _take_references(self, base_url: str, factory: RequestFactory) -> bool:
+        """Each repeat first alone: what every answer to it under load must equal. False: interrupted.
+        On a client of its own, so that the load starts on fresh connections, as it did without it."""
         if self.interrupted:
             return False
-        self._reference_task = asyncio.ensure_future(take_references(client, factory, self.references))
-        try:
-            self.references.update(await self._reference_task)
-        except asyncio.CancelledError:
-            if not self.interrupted:
-                raise
-            return False
-        finally:
-            self._reference_task = None
+        async with ChatClient(base_url, concurrency=1, timeout=self.config.timeout, api_key=self.api_key,
+                              auth=self.auth) as client:
+            client.served = self.served
+            self._reference_task = asyncio.ensure_future(take_references(client, factory, self.references))
+            try:
+                self.references.update(await self._reference_task)
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise
+                return False
+            finally:
+                self._reference_task = None
         return True
 
     def _level_tokenizer_counts(self) -> dict[str, int]:
