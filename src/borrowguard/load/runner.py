@@ -131,7 +131,7 @@ class LoadRun:
                 if not self.metrics.cut_at_drain(time.perf_counter() - started):
                     self.metrics.finished(self._unanswered(built, started))
                 raise
-            self.metrics.finished(outcome)
+            outcome = self.metrics.finished(outcome)  # as counted: a tied reset carries its answer's fault
             if self._on_outcome is not None:
                 self._on_outcome(outcome)
             if self.records is not None:
