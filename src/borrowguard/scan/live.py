@@ -55,7 +55,7 @@ def follow(
     if not follower.states():
         raise UserInputError(printable("nothing to follow: " + "; ".join(skipped[:3])))
     follower.start()
-    follower.wait()
+    follower.wait(on_tick=pump.idle)
     if command_name is not None:
         _judge_command(follower.state(command_name), report)
     return report
@@ -110,6 +110,10 @@ class _Pump:
             self._tell(self._scanner.finish(name))
         else:
             self._report.fail(f"{name}: stopped following: {error}")
+
+    def idle(self) -> None:
+        """A quiet moment: lines waiting for their context that long are decided (Scanner.settle_idle)."""
+        self._tell(self._scanner.settle_idle())
 
     def _tell(self, hits: list[Hit]) -> None:
         if hits and self._on_hit is not None:
