@@ -110,6 +110,7 @@ def test_sse_fields_per_the_spec(stream: bytes, expected: list[ServerSentEvent])
         assert got == expected
 
 
+@pytest.mark.slow  # 300 examples: ~8 s
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"data", b":", b" ", b"x", b"\xc3\xa9", b"\r", b"\n", b"\r\n", b"id: 1",
                                  b"event", b"\xef\xbb\xbf"]), max_size=40),

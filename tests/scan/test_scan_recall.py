@@ -100,6 +100,7 @@ def score() -> tuple[float, float, int, int, int]:
     return precision, recall, tp, fp, fn
 
 
+@pytest.mark.slow  # scores every real-world case: ~12 s
 def test_numbers() -> None:
     precision, recall, tp, fp, fn = score()
     positives = sum(1 for c in CASES if c.expect)

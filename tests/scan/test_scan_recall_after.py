@@ -47,6 +47,7 @@ def test_both_read_paths_agree(case: Case) -> None:
     assert found(bulk(case)) == found(line_by_line(case))
 
 
+@pytest.mark.slow  # scores every case twice: ~10 s
 def test_precision_and_recall_do_not_fall_below_what_was_measured() -> None:
     tp = fp = fn = 0
     for case in AFTER:
