@@ -38,6 +38,7 @@ import argparse
 import asyncio
 import json
 import random
+import signal
 import statistics
 import sys
 import time
@@ -234,6 +235,9 @@ def main() -> int:
     if args.build_model:
         build_model(args.build_model)
         return 0
+    # `timeout` sends SIGTERM: exit through the server's context manager, which kills the server's process
+    # group (it runs in a session of its own and would outlive us otherwise).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.summarize:
         summarize(_read_rows(args.summarize))
         return 0
