@@ -326,3 +326,14 @@ def test_parse_metrics_reads_the_bundled_servers_page() -> None:
     assert got['borrowguard_requests_total{endpoint="/v1/chat/completions",method="POST",status="200"}'] == 5
     assert got['borrowguard_tokenizer_errors_total{kind="already_borrowed"}'] == 1
     assert got["borrowguard_requests_in_flight"] == 0
+
+
+def test_a_reset_tied_to_an_error_answer_is_counted_and_returned_with_its_fault() -> None:
+    m = LoadMetrics(["text"])
+    m.started(0.1)
+    m.finished(_outcome(status=400, message="too long", fault=Fault.WORKLOAD))
+    reset = _outcome(status=None, error="reset", message="ServerDisconnectedError")
+    m.started(0.2)
+    counted = m.finished(reset)
+    assert counted.fault is Fault.WORKLOAD and reset.fault is None  # the caller's outcome is left as it was
+    assert m.summary(1.0).tied_resets == 1

@@ -11,6 +11,7 @@ from borrowguard.load.client import Outcome
 from borrowguard.load.metrics import LoadMetrics
 from borrowguard.report import render_html, to_json, write_html
 from borrowguard.verify import LevelResult, Reason, VerifyConfig, VerifyResult
+from borrowguard.verify.preflight import Target
 from borrowguard.verify.watch import LogEvent
 
 EVIL = "<script>alert('x')</script><img src=http://evil.example/x.png>"
@@ -40,7 +41,7 @@ def _doc(levels: list[LevelResult], verdict: str = "FAIL") -> dict:
         reasons=[r for lvl in levels for r in lvl.reasons],
         config=VerifyConfig(url="http://127.0.0.1:8000"),
         levels=levels,
-        target={"url": "http://127.0.0.1:8000", "model": EVIL, "bundled_server": False},
+        target=Target("http://127.0.0.1:8000", bundled_server=False, model=EVIL),
         findings=[LogEvent(12.0, 0, "tokenizer-already-borrowed", "error", "s.log", 7, EVIL)],
         finding_counts={"tokenizer-already-borrowed": 1},
         log_lines=99,

@@ -44,12 +44,13 @@ def test_targets_from_an_endless_file_are_read_with_a_bound() -> None:
         import resource, sys
         from pathlib import Path
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-        from borrowguard.errors import UserInputError
+        from borrowguard.verify.config import ConfigError
         from borrowguard.verify.fleet import load_targets
+        from borrowguard.verify.wording import flag
         try:
             load_targets(Path("/dev/zero"))
-        except UserInputError as exc:
-            print(exc)
+        except ConfigError as exc:  # the setting, said as the CLI says it
+            print(exc.said_as(flag(exc.setting)))
         """
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)

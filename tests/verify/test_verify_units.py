@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from pathlib import Path
 
 import pytest
 
@@ -305,3 +306,38 @@ def test_the_verify_options_take_their_defaults_from_the_config() -> None:
     for shown in (f"[default:{config.concurrency};", f"[default:{show_mix(config.scenario.mix)}]",
                   "[default:256x256,720x1280]", f"[default:{config.timeout:g}s]"):
         assert shown in out, shown
+
+
+def test_fleet_input_errors_carry_the_setting_and_the_cli_says_its_flag(tmp_path: Path) -> None:
+    from borrowguard.verify.fleet import check_targets, load_targets, parse_target
+    from borrowguard.verify.wording import flag
+
+    with pytest.raises(ConfigError) as spec:
+        parse_target("{no name}")  # braces in the user's text are said as they are
+    assert spec.value.setting == "targets"
+    assert spec.value.said_as(flag("targets")).startswith("--target: expected NAME=URL")
+    assert "'{no name}'" in spec.value.said_as(flag("targets"))
+    with pytest.raises(ConfigError) as option:
+        parse_target("a=http://h:1,log-cmd")
+    assert option.value.said_as(flag("targets")).startswith("--target a: expected KEY=VALUE")
+    missing = tmp_path / "fleet.toml"
+    with pytest.raises(ConfigError) as file:
+        load_targets(missing)
+    assert file.value.setting == "targets_file"
+    assert file.value.said_as(flag("targets_file")).startswith(f"--targets {missing}: ")
+    with pytest.raises(ConfigError) as none:
+        check_targets([])
+    assert none.value.said_as(flag("targets")) == "give at least one --target"
+
+
+def test_the_preflights_target_is_frozen_and_replaced_not_changed() -> None:
+    import dataclasses
+
+    from borrowguard.verify.preflight import Target
+
+    target = Target("http://127.0.0.1:8000", bundled_server=False)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        target.model = "m"  # type: ignore[misc]
+    served = dataclasses.replace(target, endpoints={str(Endpoint.TOKENIZE): True})
+    assert served.serves(Endpoint.TOKENIZE) and not target.serves(Endpoint.TOKENIZE)
+    assert target.serves(Endpoint.CHAT, unknown=True) and not served.serves(Endpoint.CHAT)

@@ -18,18 +18,16 @@ from borrowguard.cli._common import console
 from borrowguard.cli._params import Duration, ImageSizes, Levels, Mix, show_duration, show_mix, show_sizes
 from borrowguard.errors import UserInputError
 from borrowguard.exit_codes import ExitCode
-from borrowguard.load.faults import FIXES
 from borrowguard.load.scenarios import ScenarioSettings
 from borrowguard.report import to_json, write_html
 from borrowguard.verify import CheckState, Progress, Verdict, VerifyConfig, VerifyResult, run_verify
 from borrowguard.verify.config import DEFAULT_DURATION, ConfigError
 from borrowguard.verify.fleet import FleetResult, check_targets, load_targets, parse_target, run_fleet
+from borrowguard.verify.wording import FIXES, flag
 
 _STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}
 _CONFIG = VerifyConfig()  # the defaults: VerifyConfig owns them, the options show them
 _SCENARIO = _CONFIG.scenario
-# VerifyConfig's settings -> the options that set them (its errors name the setting, the user sees the flag)
-_FLAGS = {"logs": "--log", "log_commands": "--log-cmd"}
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
@@ -181,12 +179,12 @@ def verify(**opts: Any) -> None:
       borrowguard verify --url http://gpu1:8000/v1 --log-cmd "docker logs -f vllm" --sweep 8,16,32
       borrowguard verify --url $URL --api-key-env OPENAI_API_KEY --mix image=3,tools=1 --stream --json
     """
-    fleet = _fleet_targets(opts)
-    config = _config(opts)
     try:
+        fleet = _fleet_targets(opts)
+        config = _config(opts)
         config.validate()
     except ConfigError as exc:
-        raise UserInputError(exc.said_as(_flag(exc.setting))) from None
+        raise UserInputError(exc.said_as(flag(exc.setting))) from None
     # Checked before the load, not after it: a run of minutes must not end in "no such directory".
     for option in ("report", "records"):
         if opts[option]:
@@ -199,7 +197,7 @@ def verify(**opts: Any) -> None:
             else:
                 result = run_verify(config, progress=view.update)
     except ConfigError as exc:  # a fleet target's own settings
-        raise UserInputError(exc.said_as(_flag(exc.setting))) from None
+        raise UserInputError(exc.said_as(flag(exc.setting))) from None
     except KeyboardInterrupt:  # during server start-up, or a second signal: nothing to report
         err.print("borrowguard verify: interrupted: stopped without a report")
         sys.exit(ExitCode.ERROR)
@@ -265,10 +263,6 @@ def _config(opts: dict[str, Any]) -> VerifyConfig:
         server_guard=guard,
         server_log=opts["server_log"],
     )
-
-
-def _flag(setting: str) -> str:
-    return _FLAGS.get(setting, "--" + setting.replace("_", "-"))
 
 
 class _ProgressView:
@@ -364,12 +358,12 @@ def _render(out: Any, result: VerifyResult) -> None:
 def _render_workload(out: Any, result: VerifyResult) -> None:
     """The target as learned, and what the workload could not send: never the server's fault."""
     t = result.target
-    if t:
-        learned = [f"{t.get('server') or 'server'} {t.get('version') or ''}".strip(), f"model {t.get('model')}"]
-        if t.get("max_model_len"):
-            learned.append(f"max_model_len {t['max_model_len']} ({t.get('max_model_len_source')})")
+    if t is not None:
+        learned = [f"{t.server or 'server'} {t.version or ''}".strip(), f"model {t.model}"]
+        if t.max_model_len:
+            learned.append(f"max_model_len {t.max_model_len} ({t.max_model_len_source})")
         out.print(Text(_shown(result, "target: " + ", ".join(learned)), style="dim"))
-        for name, state in (t.get("scenarios") or {}).items():
+        for name, state in t.scenarios.items():
             if state != "accepted":
                 out.print(Text(_shown(result, f"scenario {name}: {state}"), style="yellow"))
     for g in (g for level in result.levels for g in level.summary.groups(workload=True)):
@@ -391,7 +385,7 @@ def _render_fleet(out: Any, fleet: FleetResult) -> None:
         last = r.levels[-1].summary if r.levels else None
         tokenizer = sum(n for k, n in r.finding_counts.items() if k.startswith("tokenizer"))
         skipped = ", ".join(str(c.name) for c in r.checks if c.state is CheckState.NOT_RUN)
-        table.add_row(Text(_shown(r, name)), Text(_shown(r, r.target.get("url") or "")),
+        table.add_row(Text(_shown(r, name)), Text(_shown(r, r.target.url if r.target else "")),
                       Text(str(r.verdict), style=_STYLE.get(r.verdict, "bold")),
                       str(last.requests if last else 0), str(last.ok if last else 0), str(tokenizer), skipped or "–")
     out.print(table)

@@ -79,7 +79,7 @@ class ChatClient:
 
     def __init__(
         self, base_url: str, *, concurrency: int, timeout: float, api_key: str | None = None,
-        auth: aiohttp.BasicAuth | None = None,
+        auth: aiohttp.BasicAuth | None = None, served: frozenset[str] = frozenset(),
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout = timeout
@@ -89,7 +89,7 @@ class ChatClient:
             self._headers["Authorization"] = f"Bearer {api_key}"
         self._concurrency = concurrency
         self._auth = auth
-        self.served: frozenset[str] = frozenset()  # the paths the preflight saw answer (load.faults.blame)
+        self.served = served  # the paths the preflight saw answer (load.faults.blame)
         self._session: aiohttp.ClientSession | None = None
         self.t0 = time.perf_counter()
 

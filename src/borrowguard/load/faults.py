@@ -22,7 +22,8 @@ class Fault(StrEnum):
 
 
 class MismatchKind(StrEnum):
-    """Kinds of workload mismatch, each with the flag that fixes it."""
+    """Kinds of workload mismatch: what we sent that the server cannot take (verify.wording.FIXES says
+    what to change)."""
 
     TOO_LONG = "too-long"
     NO_VISION = "no-vision"
@@ -32,16 +33,6 @@ class MismatchKind(StrEnum):
     UNKNOWN_FIELD = "unknown-field"
     NO_ENDPOINT = "no-endpoint"
 
-
-FIXES = {
-    MismatchKind.TOO_LONG: "verify fits prompts to the context it learns; if the server hides it, pass --max-model-len N",
-    MismatchKind.NO_VISION: "the model takes no images: --mix text=1,tools=1",
-    MismatchKind.TOO_MANY_IMAGES: "--images-per-request 1 (or start vLLM with --limit-mm-per-prompt)",
-    MismatchKind.NO_TOOLS: "start vLLM with --enable-auto-tool-choice --tool-call-parser NAME, or --mix text=1,image=1",
-    MismatchKind.TOOL_CALL_CUT: "the forced tool call did not fit max_tokens; nothing to fix on the server",
-    MismatchKind.UNKNOWN_FIELD: "the server rejects vLLM's extra fields: --no-vllm-extensions",
-    MismatchKind.NO_ENDPOINT: "the server lacks this endpoint; the scenario is skipped",
-}
 
 TOKENIZER_PATTERN = load().answer_pattern(Kind.TOKENIZER_RACE) or re.compile(r"(?!)")
 """The texts by which the tokenizer race shows in an answer's message: the knowledge base's `answers` of

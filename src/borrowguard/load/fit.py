@@ -10,6 +10,7 @@ the identical-request keys: requests built at another scale are not "identical".
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 MARGIN = 0.8
@@ -85,14 +86,25 @@ class ContextFit:
             self.generation += 1
             return True
 
-    def to_dict(self) -> dict:
-        return {
-            "max_model_len": self.max_model_len,
-            "max_tokens": self.max_tokens,
-            "budget_tokens": round(self.budget) if self.budget is not None else None,
-            "scales": {k: round(v, 4) for k, v in sorted(self.scales.items())},
-            "estimated_largest_prompt": {
-                k: round(v.at(self.scale(k))) for k, v in sorted(self.sizes.items())
-            },
-            "unfit": dict(self.unfit),
-        }
+    def summary(self) -> FitSummary:
+        """What the fit came to: the context, the budget, each scenario's scale and largest prompt."""
+        return FitSummary(
+            max_model_len=self.max_model_len,
+            max_tokens=self.max_tokens,
+            budget=round(self.budget) if self.budget is not None else None,
+            scales={k: round(v, 4) for k, v in sorted(self.scales.items())},
+            largest_prompt={k: round(v.at(self.scale(k))) for k, v in sorted(self.sizes.items())},
+            unfit=dict(self.unfit),
+        )
+
+
+@dataclass(frozen=True)
+class FitSummary:
+    """The workload's fit at the end of a run (the run document's `workload.fit`)."""
+
+    max_model_len: int | None
+    max_tokens: int
+    budget: int | None  # tokens a prompt may have
+    scales: Mapping[str, float]  # scenario -> the scale its prompts were built at
+    largest_prompt: Mapping[str, int]  # scenario -> its largest prompt at that scale, estimated, in tokens
+    unfit: Mapping[str, str]  # scenario -> why nothing of it can fit

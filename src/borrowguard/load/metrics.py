@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from borrowguard.load.client import Outcome
 from borrowguard.load.faults import Fault, MismatchKind
@@ -233,7 +233,9 @@ class LoadMetrics:
         bucket = self.series.at(t)
         bucket.inflight_max = max(bucket.inflight_max, self.inflight)
 
-    def finished(self, outcome: Outcome) -> None:
+    def finished(self, outcome: Outcome) -> Outcome:
+        """Count one answered (or failed) request; returns it as counted: a reset tied to an earlier error
+        answer carries that answer's fault (the caller's outcome is left as it was)."""
         self.inflight -= 1
         self.requests += 1
         self.retried += outcome.retried
@@ -256,8 +258,8 @@ class LoadMetrics:
             stats.completion_tokens += outcome.completion_tokens or 0
             if outcome.repeat_key is not None:
                 self._repeat(outcome, end)
-        else:
-            self._error(outcome, label, end)
+            return outcome
+        return self._error(outcome, label, end)
 
     def _repeat(self, outcome: Outcome, t: float) -> None:
         stats = self.repeats.setdefault(outcome.repeat_key or "", _RepeatTally())
@@ -268,7 +270,7 @@ class LoadMetrics:
             stats.values[value] += 1
             stats.first_seen.setdefault(value, round(t, 3))
 
-    def _error(self, outcome: Outcome, label: str, t: float) -> None:
+    def _error(self, outcome: Outcome, label: str, t: float) -> Outcome:
         if outcome.error == "refused" and self.first_refused is None:
             self.first_refused = t
         fault = Fault(outcome.fault or Fault.SERVER)
@@ -279,7 +281,7 @@ class LoadMetrics:
             # A server that drops the connection after an exception (vLLM does, after a 400) resets the
             # next request sent on it: one failure, not two.
             fault = self._untied_error_answers.pop(0)
-            outcome.fault = fault
+            outcome = replace(outcome, fault=fault)
             self.tied_resets += 1
         self.faults[fault] += 1
         mismatch = MismatchKind(outcome.mismatch) if outcome.mismatch else None
@@ -288,12 +290,13 @@ class LoadMetrics:
         if group is None:
             if len(self.errors) >= _MAX_ERROR_KEYS:
                 self.errors_dropped += 1
-                return
+                return outcome
             group = self.errors[key] = _ErrorTally(outcome.scenario, label, fault, mismatch, first_t=round(t, 3))
         group.count += 1
         message = outcome.message or ""
         if message and message not in group.messages and len(group.messages) < _MAX_MESSAGES:
             group.messages.append(message)
+        return outcome
 
     def finding(self, t: float, rule_id: str) -> None:
         self.series.at(t).findings[rule_id] += 1

@@ -128,7 +128,7 @@ class LoadRun:
                 # not answer in time, which counts (a stalling server must not look like an idle one).
                 self.metrics.finished(self._unanswered(built, started))
                 raise
-            self.metrics.finished(outcome)
+            outcome = self.metrics.finished(outcome)  # as counted: a tied reset carries its answer's fault
             if self._on_outcome is not None:
                 self._on_outcome(outcome)
             if self.records is not None:

@@ -1,6 +1,6 @@
 """Diagnose server logs against the knowledge base's failure signatures.
 
-    from borrowguard.scan import Scanner, scan_paths, follow_file, follow_command
+    from borrowguard.scan import Scanner, scan_paths, Follower, follow_file, follow_command
 
     result = scan_paths(["vllm.log", "old/*.log.gz"])        # fast, streaming, constant memory
     sc = Scanner()                                            # or line by line (follow mode, verify)
@@ -12,7 +12,8 @@ state (what is kept per source), record (findings, an engine death's cause), sta
 configuration and phase), bulk and fast (the bulk reader, its anchor search), chain (causal order),
 live (follow mode over several sources), model (result types: `Hit` is one occurrence, `LogFinding`
 every occurrence of one problem). The inputs subpackage makes inputs readable: readers (files, .gz,
-stdin, globs), file_follower and command_follower (a growing file, a command), stream (an input made
+stdin, globs), file_follower and command_follower (a growing file, a command), follower (several
+sources at once, a thread each: scan's follow mode and verify's log watch), stream (an input made
 readable: gzip, UTF-16, binary; over kind, byte_streams and long_lines), report (what happened reading
 the inputs).
 Signatures are compiled by borrowguard.knowledge.signatures.
@@ -27,6 +28,7 @@ from borrowguard.errors import UserInputError
 from borrowguard.knowledge import KnowledgeBase
 from borrowguard.scan.inputs.command_follower import follow_command
 from borrowguard.scan.inputs.file_follower import follow_file
+from borrowguard.scan.inputs.follower import Follower, SourceState
 from borrowguard.scan.inputs.readers import Input, expand, open_input
 from borrowguard.scan.inputs.report import InputReport
 from borrowguard.scan.model import ChainStep, Hit, LogFinding, ScanResult
@@ -35,6 +37,7 @@ from borrowguard.scan.scanner import Scanner
 
 __all__ = [
     "ChainStep",
+    "Follower",
     "Hit",
     "Input",
     "InputReport",
@@ -42,6 +45,7 @@ __all__ = [
     "LogFinding",
     "ScanResult",
     "Scanner",
+    "SourceState",
     "expand",
     "follow_command",
     "follow_file",

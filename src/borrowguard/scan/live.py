@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from borrowguard._text import printable
-from borrowguard.errors import BorrowguardError, UserInputError
-from borrowguard.scan.inputs.command_follower import command_argv, follow_command
-from borrowguard.scan.inputs.file_follower import follow_file
+from borrowguard.errors import UserInputError
+from borrowguard.scan.inputs.command_follower import command_argv
+from borrowguard.scan.inputs.follower import Follower, SourceState
 from borrowguard.scan.inputs.kind import GZIP_MAGIC, SNIFF, not_text, text_encoding
 from borrowguard.scan.inputs.readers import READ_SIZE, Input, LineSplitter
 from borrowguard.scan.inputs.report import InputReport
@@ -45,85 +45,71 @@ def follow(
     scan); a rotated .gz read once instead of followed, a binary file skipped, long lines (notes).
     FIFOs and `<(...)` are read as streams. UserInputError when nothing can be followed."""
     report = report if report is not None else InputReport()
-    sources, skipped = _input_sources(inputs, stop, poll_interval, from_end, report)
-    exited: dict[str, int | None] = {}
+    pump = _Pump(scanner, on_hit, report)
+    follower = Follower(pump.line, stop, on_end=pump.end)
+    skipped = _add_inputs(follower, inputs, poll_interval, from_end, report)
     command_name = f"$ {command}" if command is not None else None
     if command is not None and command_name is not None:
         command_argv(command)  # a command that cannot run is the user's mistake, not a warning
-        sources.append((command_name, lambda: follow_command(
-            command, stop, on_exit=lambda code: exited.update(code=code), on_note=report.note
-        )))
-    if not sources:
+        follower.add_command(command, name=command_name, on_note=report.note)
+    if not follower.states():
         raise UserInputError(printable("nothing to follow: " + "; ".join(skipped[:3])))
-    pump = _Pump(scanner, [name for name, _ in sources], on_hit, report)
-    _run_until_done(pump, sources, stop)
+    follower.start()
+    follower.wait()
     if command_name is not None:
-        _judge_command(command_name, exited, pump.counts[command_name], pump.last.get(command_name), report)
+        _judge_command(follower.state(command_name), report)
     return report
 
 
-_Source = tuple[str, Callable[[], Iterator[str]]]
-"""A source's name, and what starts reading its lines (called in the source's own thread)."""
-
-
-def _input_sources(
-    inputs: Sequence[Input], stop: threading.Event, poll_interval: float, from_end: bool, report: InputReport
-) -> tuple[list[_Source], list[str]]:
-    """How each input is read (followed as it grows, or read once as a stream), and those skipped (with
-    why); what the operator should know about the choice goes to `report`."""
-    sources: list[_Source] = []
+def _add_inputs(
+    follower: Follower, inputs: Sequence[Input], poll_interval: float, from_end: bool, report: InputReport
+) -> list[str]:
+    """Each input, followed as it grows or read once as a stream; returns those skipped (with why). What
+    the operator should know about the choice goes to `report`."""
+    stop = follower.stop_event
     skipped: list[str] = []
     for inp in inputs:
         name = inp.name
         if inp.path is None:
-            sources.append((name, lambda: _stream_lines(sys.stdin.buffer, "<stdin>", stop, report)))
+            follower.add(name, "stream", lambda: _stream_lines(sys.stdin.buffer, "<stdin>", stop, report))
             continue
         path = inp.path
         kind, why = _classify(path)
-        read_once = (name, partial(_open_stream_lines, path, name, stop, report))
+        read_once = partial(_open_stream_lines, path, name, stop, report)
         if kind == "stream":
-            sources.append(read_once)
+            follower.add(name, "stream", read_once)
         elif kind == "gzip" and from_end:
             skipped.append(name)
             report.note(f"skipped {name}: gzip-compressed (a rotated log); --from-end skips what files hold")
         elif kind == "gzip":
             report.note(f"{name}: gzip-compressed (a rotated log): read once, decompressed, not followed")
-            sources.append(read_once)
+            follower.add(name, "stream", read_once)
         elif kind == "binary":
             skipped.append(f"{name}: {why}")
             report.note(f"skipped {name}: {why}")
         else:
-            sources.append((name, partial(
-                follow_file, path, stop, poll_interval, from_end=from_end, on_note=report.note
-            )))
-    return sources, skipped
+            follower.add_file(path, name=name, poll_interval=poll_interval, from_end=from_end, on_note=report.note)
+    return skipped
 
 
 class _Pump:
-    """Feeds each source's lines into the one scanner, called from one thread per source: counts each
-    source's lines, keeps its last non-blank one (what a failed command is reported with), and passes
-    hits to `on_hit`, never concurrently. A source that fails is reported, not raised."""
+    """Feeds every source's lines into the one scanner (from the sources' threads: the scanner locks) and
+    passes hits to `on_hit`, never concurrently. A source that fails is reported, not raised."""
 
-    def __init__(
-        self, scanner: Scanner, names: list[str], on_hit: Callable[[Hit], None] | None, report: InputReport
-    ) -> None:
+    def __init__(self, scanner: Scanner, on_hit: Callable[[Hit], None] | None, report: InputReport) -> None:
         self._scanner = scanner
         self._on_hit = on_hit
         self._report = report
         self._lock = threading.Lock()
-        self.counts: dict[str, int] = {name: 0 for name in names}
-        self.last: dict[str, str] = {}
 
-    def __call__(self, name: str, make: Callable[[], Iterator[str]]) -> None:
-        try:
-            for line in make():
-                self.counts[name] += 1
-                if line.strip():
-                    self.last[name] = line
-                self._tell(self._scanner.feed(line, source=name))
+    def line(self, name: str, line: str) -> None:
+        self._tell(self._scanner.feed(line, source=name))
+
+    def end(self, name: str, error: Exception | None) -> None:
+        if error is None:
             self._tell(self._scanner.finish(name))
-        except (BorrowguardError, OSError) as exc:
-            self._report.fail(f"{name}: stopped following: {exc}")
+        else:
+            self._report.fail(f"{name}: stopped following: {error}")
 
     def _tell(self, hits: list[Hit]) -> None:
         if hits and self._on_hit is not None:
@@ -132,33 +118,16 @@ class _Pump:
                     self._on_hit(hit)
 
 
-def _run_until_done(pump: _Pump, sources: list[_Source], stop: threading.Event) -> None:
-    """One thread per source until every source has ended or `stop` is set (then they get 5 s each)."""
-    threads = [threading.Thread(target=pump, args=s, name=f"borrowguard-follow-{i}", daemon=True)
-               for i, s in enumerate(sources)]
-    for t in threads:
-        t.start()
-    try:
-        while any(t.is_alive() for t in threads):
-            for t in threads:
-                t.join(timeout=0.2)
-    finally:
-        stop.set()
-        for t in threads:
-            t.join(timeout=5)
-
-
-def _judge_command(
-    name: str, exited: dict[str, int | None], lines: int, last: str | None, report: InputReport
-) -> None:
+def _judge_command(command: SourceState, report: InputReport) -> None:
     """A log command that fails, ends early or never writes a line is reported, never a clean log."""
+    name, lines, last = command.name, command.lines, command.last
     said = f"{lines:,} line{'s' if lines != 1 else ''}"
     tail = f"; its last line: {excerpt(last, 160)!r}" if last else ""
-    if "code" not in exited:
+    if not command.exited:
         if lines == 0:
             report.warn(f"{name}: the command wrote nothing while it was followed: no log was scanned")
         return
-    code = exited["code"]
+    code = command.exit_code
     if code is None:
         report.warn(f"{name}: the command closed its output after {said} but did not exit{tail}")
     elif code < 0:

@@ -3,9 +3,10 @@
     result = run_verify(VerifyConfig(duration=30, concurrency=16))   # no url: the bundled server
     result.verdict, result.exit_code, result.reasons                  # Verdict.PASS, 0, []
 
-The parts: `config` (what to do, every default and rule), `preflight` (learn the target), `session` (run
-it), `watch` (the log, health and /metrics beside the load), `verdict` (a pure function of the collected,
-typed facts), `result` (the typed result), `document` (its JSON, written once). The load itself is
+The parts: `config` (what to do, every default and rule), `preflight` (learn the target: a frozen
+`Target`), `session` (run it), `watch` (the log, health and /metrics beside the load), `verdict` (a pure
+function of the collected, typed facts), `result` (the typed result, made once), `document` (its JSON,
+written once), `wording` (how the report names settings and fixes: the flags). The load itself is
 `borrowguard.load`.
 """
 

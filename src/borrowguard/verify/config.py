@@ -29,21 +29,22 @@ class ConfigError(UserInputError):
     goes, so that a front end can name it its own way (`said_as("--concurrency")`).
     """
 
-    def __init__(self, setting: str, template: str, target: str | None = None) -> None:
+    def __init__(self, setting: str, template: str, target: str | None = None, detail: str = "") -> None:
         self.setting = setting
         self.template = template
+        self.detail = detail  # said after the template as it is (it may quote the user's text, braces too)
         self.target = target  # the fleet target whose settings these are
         super().__init__(self.said_as(setting))
 
     def said_as(self, name: str) -> str:
-        text = self.template.format(name)
+        text = self.template.format(name) + self.detail
         return f"target {self.target}: {text}" if self.target else text
 
     def for_target(self, target: str) -> ConfigError:
-        return ConfigError(self.setting, self.template, target)
+        return ConfigError(self.setting, self.template, target, self.detail)
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerifyConfig:
     url: str | None = None  # None: start the bundled reference server
     model: str | None = None
@@ -70,7 +71,7 @@ class VerifyConfig:
 
     def __post_init__(self) -> None:
         if self.duration is None and self.requests is None:
-            self.duration = DEFAULT_DURATION
+            object.__setattr__(self, "duration", DEFAULT_DURATION)  # frozen: set once, while it is made
 
     def validate(self) -> None:
         if self.concurrency < 1:

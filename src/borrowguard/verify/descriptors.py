@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from borrowguard.errors import UserInputError
+from borrowguard.verify.wording import flag
 
 __all__ = ["BASE_DESCRIPTORS", "DescriptorBudget", "descriptors_needed", "ensure_descriptors"]
 
@@ -76,5 +77,5 @@ def ensure_descriptors(configs: Sequence[_Config]) -> DescriptorBudget:
     raise UserInputError(
         f"this run needs about {needed} open files ({targets} target(s) at concurrency up to {levels}); "
         f"the limit is {soft} (hard {hard if hard != unlimited else 'unlimited'}): raise it "
-        f"(ulimit -n {needed}), or use fewer targets or a lower --concurrency"
+        f"(ulimit -n {needed}), or use fewer targets or a lower {flag('concurrency')}"
     )

@@ -20,6 +20,7 @@ from typing import Any
 
 from borrowguard._text import display_url
 from borrowguard._version import __version__
+from borrowguard.load.fit import FitSummary
 from borrowguard.load.summary import (
     ErrorGroup,
     LevelSummary,
@@ -32,8 +33,9 @@ from borrowguard.load.summary import (
 from borrowguard.verify.config import VerifyConfig
 from borrowguard.verify.fleet import SCHEMA as FLEET_SCHEMA
 from borrowguard.verify.fleet import FleetResult
+from borrowguard.verify.preflight import Target
 from borrowguard.verify.result import SCHEMA, Check, LevelResult, Reason, VerifyResult
-from borrowguard.verify.watch import LogEvent
+from borrowguard.verify.watch import HealthSummary, LogEvent, LogSource, MetricsScrape
 
 
 @singledispatch
@@ -58,21 +60,57 @@ def _run(r: VerifyResult) -> dict[str, Any]:
         "highest_passing_concurrency": r.highest_passing,
         "started_at": r.started_at,
         "elapsed_s": round(r.elapsed, 3),
-        "target": r.target,
+        "target": to_dict(r.target) if r.target is not None else {},
         "config": to_dict(r.config),
         "environment": environment(),
-        "workload": r.workload,
+        "workload": _workload(r),
         "levels": [to_dict(lvl) for lvl in r.levels],
         "log": {
             "lines": r.log_lines,
-            "sources": r.log_sources,
+            "sources": [to_dict(s) for s in r.log_sources],
             "finding_counts": r.finding_counts,
             "findings": [to_dict(f) for f in r.findings],
         },
-        "health": r.health,
-        "metrics": r.metrics_scrape,
+        "health": to_dict(r.health) if r.health is not None else None,
+        "metrics": to_dict(r.metrics_scrape) if r.metrics_scrape is not None else None,
         "notes": r.notes,
     }
+
+
+def _workload(r: VerifyResult) -> dict[str, Any]:
+    """How the workload was fitted, and which scenarios were sent (empty when no load was)."""
+    if r.fit is None:
+        return {}
+    return {"fit": to_dict(r.fit), "scenarios": dict(r.target.scenarios) if r.target is not None else {}}
+
+
+@to_dict.register
+def _(value: FitSummary) -> dict[str, Any]:
+    return {
+        "max_model_len": value.max_model_len,
+        "max_tokens": value.max_tokens,
+        "budget_tokens": value.budget,
+        "scales": dict(value.scales),
+        "estimated_largest_prompt": dict(value.largest_prompt),
+        "unfit": dict(value.unfit),
+    }
+
+
+@to_dict.register
+def _(value: HealthSummary) -> dict[str, Any]:
+    return {
+        "url": value.url,
+        "supported": value.supported,
+        "polls": value.polls,
+        "failures": value.failures,
+        "first_failure": value.first_failure,
+        "last_error": value.last_error,
+    }
+
+
+@to_dict.register
+def _(value: MetricsScrape) -> dict[str, Any]:
+    return {"before": value.before, "after": value.after}
 
 
 @to_dict.register
@@ -86,10 +124,28 @@ def _(fleet: FleetResult) -> dict[str, Any]:
         "elapsed_s": round(fleet.elapsed, 3),
         "interrupted": fleet.interrupted,
         "summary": [
-            {"name": name, "url": r.target.get("url"), "verdict": r.verdict, "reasons": len(r.reasons)}
+            {"name": name, "url": r.target.url if r.target else None, "verdict": r.verdict, "reasons": len(r.reasons)}
             for name, r in fleet.targets
         ],
         "targets": [{"name": name, **to_dict(result)} for name, result in fleet.targets],
+    }
+
+
+@to_dict.register
+def _(value: Target) -> dict[str, Any]:
+    return {
+        "url": value.url,
+        "bundled_server": value.bundled_server,
+        "server_guard": value.server_guard,
+        "model": value.model,
+        "server": value.server,
+        "version": value.version,
+        "max_model_len": value.max_model_len,
+        "max_model_len_source": value.max_model_len_source,
+        "endpoints": dict(value.endpoints),
+        "scenarios": dict(value.scenarios),
+        "server_config": dict(value.server_config),
+        "nothing_served": value.nothing_served,
     }
 
 
@@ -104,6 +160,14 @@ def _(value: LogEvent) -> dict[str, Any]:
         "line_no": value.line_no,
         "text": value.text,
     }
+
+
+@to_dict.register
+def _(value: LogSource) -> dict[str, Any]:
+    source: dict[str, Any] = {"source": value.source, "kind": value.kind, "lines": value.lines, "error": value.error}
+    if value.exited:  # a command that ended by itself
+        source["exit_code"] = value.exit_code
+    return source
 
 
 @to_dict.register

@@ -16,6 +16,7 @@ from packaging.version import InvalidVersion, Version
 
 from borrowguard.knowledge import Kind, KnowledgeBase, Problem, load
 from borrowguard.knowledge.detect import server_condition
+from borrowguard.verify.wording import flag
 
 
 def race_exposure(server: str | None, version: str | None, *, bad_words_sent: bool,
@@ -48,7 +49,7 @@ def race_exposure(server: str | None, version: str | None, *, bad_words_sent: bo
     return (
         f"vLLM {version} with {renderer_workers} renderer worker(s) races only through "
         f"{', '.join(needs) or 'settings it does not have'} ({', '.join(p.id for p in races)}), and this run "
-        "sent none (--no-vllm-extensions): it could not race as configured"
+        f"sent none ({flag('no_vllm_extensions')}): it could not race as configured"
     )
 
 

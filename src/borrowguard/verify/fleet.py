@@ -29,6 +29,7 @@ from borrowguard.verify.descriptors import ensure_descriptors
 from borrowguard.verify.result import Verdict, VerifyResult
 from borrowguard.verify.session import Progress, Session
 from borrowguard.verify.signals import install_interrupts, terminate_as_interrupt
+from borrowguard.verify.wording import flag
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -44,7 +45,7 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 _SEVERITY = {Verdict.PASS: 0, Verdict.INCOMPLETE: 1, Verdict.ERROR: 2, Verdict.FAIL: 3}
 
 
-@dataclass
+@dataclass(frozen=True)
 class Replica:
     """One server of a fleet (a `--target`): loaded at once with the others, with its own log and verdict."""
 
@@ -59,18 +60,16 @@ def parse_target(spec: str) -> Replica:
     """`NAME=URL[,log-cmd=CMD][,log=FILE][,model=NAME]` (a command holding commas needs --targets FILE)."""
     name, sep, rest = spec.partition("=")
     if not sep or not _NAME.fullmatch(name.strip()):
-        raise UserInputError(
-            f"--target: expected NAME=URL[,log-cmd=CMD][,log=FILE], got {spec!r} "
-            "(NAME: letters, digits, '.', '_', '-')"
-        )
+        raise ConfigError("targets", "{}: expected NAME=URL[,log-cmd=CMD][,log=FILE], got ",
+                          detail=f"{spec!r} (NAME: letters, digits, '.', '_', '-')")
     url, *options = rest.split(",")
     target = Replica(name.strip(), url.strip())
     for option in options:
         key, sep, value = option.partition("=")
         key = key.strip()
         if not sep or not value.strip():
-            raise UserInputError(f"--target {name}: expected KEY=VALUE after the URL, got {option!r}")
-        _apply(target, key, value.strip(), f"--target {name}")
+            raise ConfigError("targets", "{} ", detail=f"{name}: expected KEY=VALUE after the URL, got {option!r}")
+        target = _apply(target, key, value.strip(), ("targets", f" {name}"))
     return target
 
 
@@ -80,51 +79,58 @@ def load_targets(path: Path) -> list[Replica]:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_TARGETS_FILE + 1)  # bounded: the path may name a device or a FIFO
     except OSError as exc:
-        raise UserInputError(f"--targets {path}: {exc.strerror or exc}") from None
+        raise _file_error(path, f"{exc.strerror or exc}") from None
     if len(raw) > MAX_TARGETS_FILE:
-        raise UserInputError(f"--targets {path}: larger than {MAX_TARGETS_FILE >> 20} MiB; not a fleet file")
+        raise _file_error(path, f"larger than {MAX_TARGETS_FILE >> 20} MiB; not a fleet file")
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise UserInputError(f"--targets {path}: not valid TOML: {exc}") from None
+        raise _file_error(path, f"not valid TOML: {exc}") from None
     tables = doc.get("target")
     if not isinstance(tables, list) or not tables:
-        raise UserInputError(f"--targets {path}: expected [[target]] tables with name and url")
+        raise _file_error(path, "expected [[target]] tables with name and url")
     targets = []
     for i, table in enumerate(tables):
-        where = f"--targets {path}: target #{i + 1}"
+        where = f" {path}: target #{i + 1}"
         if not isinstance(table, dict) or not isinstance(table.get("name"), str) or not isinstance(
             table.get("url"), str
         ):
-            raise UserInputError(f"{where}: needs name and url (strings)")
+            raise ConfigError("targets_file", "{}", detail=f"{where}: needs name and url (strings)")
         if not _NAME.fullmatch(table["name"]):
-            raise UserInputError(f"{where}: name {table['name']!r}: letters, digits, '.', '_', '-' only")
+            raise ConfigError("targets_file", "{}", detail=f"{where}: name {table['name']!r}: letters, digits, "
+                              "'.', '_', '-' only")
         target = Replica(table["name"], table["url"])
         for key, value in table.items():
             if key in ("name", "url"):
                 continue
             for item in value if isinstance(value, list) else [value]:
                 if not isinstance(item, str):
-                    raise UserInputError(f"{where}: {key} must be a string (or a list of strings)")
-                _apply(target, key.replace("_", "-"), item, where)
+                    raise ConfigError("targets_file", "{}", detail=f"{where}: {key} must be a string (or a list of "
+                                      "strings)")
+                target = _apply(target, key.replace("_", "-"), item, ("targets_file", where))
         targets.append(target)
     return targets
 
 
-def _apply(target: Replica, key: str, value: str, where: str) -> None:
+def _file_error(path: Path, problem: str) -> ConfigError:
+    return ConfigError("targets_file", "{}", detail=f" {path}: {problem}")
+
+
+def _apply(target: Replica, key: str, value: str, where: tuple[str, str]) -> Replica:
+    """The target with one more KEY=VALUE; `where` is the setting it came in and which entry of it."""
     if key == "log":
-        target.logs.append(Path(value).expanduser())
-    elif key == "log-cmd":
-        target.log_commands.append(value)
-    elif key == "model":
-        target.model = value
-    else:
-        raise UserInputError(f"{where}: unknown key {key!r} (known: log, log-cmd, model)")
+        return dataclasses.replace(target, logs=[*target.logs, Path(value).expanduser()])
+    if key == "log-cmd":
+        return dataclasses.replace(target, log_commands=[*target.log_commands, value])
+    if key == "model":
+        return dataclasses.replace(target, model=value)
+    setting, entry = where
+    raise ConfigError(setting, "{}", detail=f"{entry}: unknown key {key!r} (known: log, log-cmd, model)")
 
 
 def check_targets(targets: list[Replica]) -> None:
     if not targets:
-        raise UserInputError("give at least one --target")
+        raise ConfigError("targets", "give at least one {}")
     if len(targets) > MAX_TARGETS:
         raise UserInputError(f"at most {MAX_TARGETS} targets in one run")
     names = [t.name for t in targets]
@@ -133,7 +139,7 @@ def check_targets(targets: list[Replica]) -> None:
         raise UserInputError(f"target names must be unique: {', '.join(duplicates)}")
 
 
-@dataclass
+@dataclass(frozen=True)
 class FleetResult:
     verdict: Verdict
     targets: list[tuple[str, VerifyResult]]
@@ -178,7 +184,7 @@ def run_fleet(
             raise exc.for_target(target.name) from None
         if config.records is not None:  # r.NAME.jsonl: checked before the run, like --records itself
             try:
-                resolve_output(config.records, "--records")
+                resolve_output(config.records, flag("records"))
             except UserInputError as exc:
                 raise UserInputError(f"target {target.name}: {exc}") from None
     ensure_descriptors(configs)
@@ -194,8 +200,7 @@ async def _fleet(
     sessions = []
     for target, config in zip(targets, configs):
         report = (lambda p, name=target.name: progress(name, p)) if progress else None
-        session = Session(config, report)
-        session.own_signals = False
+        session = Session(config, report, own_signals=False)
         sessions.append(session)
 
     def interrupt() -> None:

@@ -3,30 +3,42 @@ and which scenarios it can take. A few small requests; nothing here is counted i
 
 vLLM reports `max_model_len` per model in /v1/models and its version at /version; other servers may not,
 and then the context is learned from the first "maximum context length" answer instead.
+
+    pre = Preflight(session, Target(url, bundled_server=False), api_key=key, timeout=30)
+    target, factory = await pre.learn(settings, model=None, max_model_len=None)   # a frozen Target
+
+Each step returns a new `Target`; `pre.learned` is the last one, what is known when a learn is cancelled.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import aiohttp
 
 from borrowguard._text import mask
 from borrowguard.load.client import error_message, redirect_message
-from borrowguard.load.faults import FIXES, Fault, MismatchKind, blame, context_numbers
-from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory
+from borrowguard.load.faults import Fault, MismatchKind, blame, context_numbers
+from borrowguard.load.fit import ContextFit
+from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory, ScenarioSettings
 from borrowguard.verify.discovery import EndpointProbe, discover
+from borrowguard.verify.wording import FIXES, flag
 
 _MAX_BODY = 1 << 20
 _PROBE_SCALE = 0.05  # a probe is a small request of its scenario: it tests acceptance, not size
 _PROBE_TIMEOUT_S = 20.0
 
 
-@dataclass
+@dataclass(frozen=True)
 class Target:
+    """What the preflight learned of the server (the run document's `target`). Frozen: each step of the
+    preflight returns a new one (`dataclasses.replace`), and so does the session when the log shows the
+    server's configuration."""
+
     url: str
     bundled_server: bool
     server_guard: bool | None = None
@@ -35,13 +47,14 @@ class Target:
     version: str | None = None
     max_model_len: int | None = None
     max_model_len_source: str | None = None
-    endpoints: dict[str, bool] = field(default_factory=dict)  # path -> answered (not 404/405)
-    scenarios: dict[str, str] = field(default_factory=dict)  # scenario -> "accepted" | "skipped: why"
-    server_config: dict[str, Any] = field(default_factory=dict)  # from the server's start-up log lines
+    endpoints: Mapping[str, bool] = field(default_factory=dict)  # path -> answered (not 404/405)
+    scenarios: Mapping[str, str] = field(default_factory=dict)  # scenario -> "accepted" | "skipped: why"
+    server_config: Mapping[str, Any] = field(default_factory=dict)  # from the server's start-up log lines
     nothing_served: bool = False  # no endpoint any scenario needs answered the discovery probes
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def serves(self, endpoint: Endpoint, unknown: bool = False) -> bool:
+        """Whether the discovery saw `endpoint` answer (`unknown` when it was not probed)."""
+        return self.endpoints.get(str(endpoint), unknown)
 
 
 class PreflightError(Exception):
@@ -49,17 +62,41 @@ class PreflightError(Exception):
 
 
 class Preflight:
+    """Learns `target` (its url, whether it is the bundled server) with a few small requests."""
+
     def __init__(
-        self, session: aiohttp.ClientSession, base_url: str, *, api_key: str | None, timeout: float
+        self, session: aiohttp.ClientSession, target: Target, *, api_key: str | None, timeout: float
     ) -> None:
         self.session = session
-        self.base_url = base_url
+        self.base_url = target.url
+        self.learned = target  # the facts so far: each step replaces it, never changes it
         self.headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.secrets = (api_key,) if api_key else ()  # masked in what the server says, before any cut
         self.timeout = aiohttp.ClientTimeout(total=timeout)  # --timeout: is the server there at all?
         # A probe that stalls says nothing about acceptance: it is not waited for longer than this (the load
         # will show a stalling server), and the probes run at once.
         self.probe_timeout = aiohttp.ClientTimeout(total=min(timeout, _PROBE_TIMEOUT_S))
+
+    async def learn(
+        self, settings: ScenarioSettings, *, model: str | None, max_model_len: int | None
+    ) -> tuple[Target, RequestFactory]:
+        """The target as learned, and the workload fitted to it (the scenarios it serves and can take, sized
+        to its context). `model` and `max_model_len` are the operator's, when given: they win over what the
+        server says. PreflightError when the target cannot be loaded at all."""
+        self.learned = await self.models(self.learned, model)
+        self.learned = await self.version(self.learned)
+        if self.learned.server is None and self.learned.bundled_server:
+            self.learned = replace(self.learned, server="borrowguard-reference")
+        if max_model_len is not None:
+            self.learned = replace(self.learned, max_model_len=max_model_len, max_model_len_source=flag("max_model_len"))
+        assert self.learned.model is not None  # models() raised otherwise
+        factory = RequestFactory(settings, self.learned.model)
+        factory.fit = ContextFit(max_model_len=self.learned.max_model_len, max_tokens=factory.max_tokens_sent)
+        self.learned = await self.probe(factory, self.learned)
+        if max_model_len is None and self.learned.max_model_len != factory.fit.max_model_len:
+            factory.fit.max_model_len = self.learned.max_model_len  # a context-length answer said it
+        self.learned = await self.measure(factory, self.learned)
+        return self.learned, factory
 
     async def get(self, path: str) -> tuple[int, Any, str | None]:
         """(status, parsed JSON or None, where a redirect pointed: it is never followed)."""
@@ -82,13 +119,13 @@ class Preflight:
                 resp.close()  # servers may drop the connection after an error answer
             return resp.status, _json(raw), message
 
-    async def models(self, target: Target, model: str | None) -> None:
+    async def models(self, target: Target, model: str | None) -> Target:
         try:
             status, body, location = await self.get("/v1/models")
         except asyncio.TimeoutError:  # its str() is empty: say what timed out, after how long
             raise PreflightError(
                 f"cannot reach {self.base_url}: GET /v1/models got no answer within "
-                f"{self.timeout.total:g} s (--timeout)"
+                f"{self.timeout.total:g} s ({flag('timeout')})"
             ) from None
         except (aiohttp.ClientError, OSError) as exc:
             raise PreflightError(f"cannot reach {self.base_url}: {type(exc).__name__}: {exc}") from None
@@ -100,52 +137,56 @@ class Preflight:
         card = (
             next((c for c in cards if c.get("id") == model), None) if model else (cards[0] if cards else None)
         )
-        target.model = model or (str(card["id"]) if card and "id" in card else None)
-        if target.model is None:
+        named = model or (str(card["id"]) if card and "id" in card else None)
+        if named is None:
             raise PreflightError(
-                f"GET {self.base_url}/v1/models answered {status} without a model list; pass --model"
+                f"GET {self.base_url}/v1/models answered {status} without a model list; pass {flag('model')}"
             )
+        target = replace(target, model=named)
         if card is not None:
             owned = card.get("owned_by")
-            target.server = str(owned) if isinstance(owned, str) else None
+            target = replace(target, server=str(owned) if isinstance(owned, str) else None)
             length = card.get("max_model_len")
             if isinstance(length, int) and not isinstance(length, bool) and length > 0:
-                target.max_model_len, target.max_model_len_source = length, "/v1/models"
+                target = replace(target, max_model_len=length, max_model_len_source="/v1/models")
+        return target
 
-    async def version(self, target: Target) -> None:
+    async def version(self, target: Target) -> Target:
         try:
             status, body, _ = await self.get("/version")
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
-            return
+            return target
         if status == 200 and isinstance(body, dict) and isinstance(body.get("version"), str):
-            target.version = body["version"][:64]
+            target = replace(target, version=body["version"][:64])
             if target.server in (None, "vllm"):
-                target.server = "vllm"
+                target = replace(target, server="vllm")
+        return target
 
-    async def probe(self, factory: RequestFactory, target: Target) -> None:
+    async def probe(self, factory: RequestFactory, target: Target) -> Target:
         """One small request per endpoint the mix needs, then per scenario the server may refuse: what the
         server does not serve or cannot take is skipped, not failed."""
         probes = await discover(self.post, self._discovery_bodies(factory))
-        target.endpoints.update({path: p.served for path, p in probes.items()})
-        factory.completions = target.endpoints.get(str(Endpoint.COMPLETION), True)
-        factory.detokenize = target.endpoints.get(str(Endpoint.DETOKENIZE), True)
-        factory.chat = target.endpoints.get(str(Endpoint.CHAT), True)
-        self._drop_unserved(factory, target, probes)
+        target = replace(target, endpoints={**target.endpoints, **{path: p.served for path, p in probes.items()}})
+        factory.completions = target.serves(Endpoint.COMPLETION, unknown=True)
+        factory.detokenize = target.serves(Endpoint.DETOKENIZE, unknown=True)
+        factory.chat = target.serves(Endpoint.CHAT, unknown=True)
+        target = self._drop_unserved(factory, target, probes)
         if probes and not any(p.served for p in probes.values()):
-            target.nothing_served = True
+            target = replace(target, nothing_served=True)
         if "tokenize" in factory.scenarios and not (
-            target.endpoints.get(str(Endpoint.TOKENIZE)) or target.endpoints.get(str(Endpoint.DETOKENIZE))
+            target.serves(Endpoint.TOKENIZE) or target.serves(Endpoint.DETOKENIZE)
         ):
-            self._skip(
-                factory, target, "tokenize", f"no /tokenize endpoint: {FIXES[MismatchKind.NO_ENDPOINT]}"
-            )
+            why = f"no /tokenize endpoint: {FIXES[MismatchKind.NO_ENDPOINT]}"
+            target = self._skip(factory, target, "tokenize", why)
         probed = [s for s in ("image", "tools") if s in factory.scenarios and factory.chat]
-        refusals = await asyncio.gather(*(self._refused(factory, s, target) for s in probed))
-        for scenario, why in zip(probed, refusals):
+        answers = await asyncio.gather(*(self._refused(factory, s) for s in probed))
+        for scenario, (why, length) in zip(probed, answers):
+            if length and target.max_model_len is None:
+                target = replace(target, max_model_len=length, max_model_len_source="a context-length answer")
             if why:
-                self._skip(factory, target, scenario, why)
-        for scenario in factory.scenarios:
-            target.scenarios.setdefault(scenario, "accepted")
+                target = self._skip(factory, target, scenario, why)
+        accepted = {s: "accepted" for s in factory.scenarios if s not in target.scenarios}
+        return replace(target, scenarios={**target.scenarios, **accepted})
 
     @staticmethod
     def _discovery_bodies(factory: RequestFactory) -> dict[str, dict[str, Any]]:
@@ -165,7 +206,7 @@ class Preflight:
                     bodies[str(endpoint)] = factory.probe_body(scenario, endpoint, _PROBE_SCALE)
         return bodies
 
-    def _drop_unserved(self, factory: RequestFactory, target: Target, probes: dict[str, EndpointProbe]) -> None:
+    def _drop_unserved(self, factory: RequestFactory, target: Target, probes: dict[str, EndpointProbe]) -> Target:
         """Scenarios none of whose endpoints is served are not sent. Those the default mix added on the
         chance that the server serves them leave no trace but `target.endpoints`; any other is skipped with
         what the server said."""
@@ -189,39 +230,40 @@ class Preflight:
                 if len(factory.scenarios) > 1:
                     factory.drop(scenario)
             else:
-                self._skip(factory, target, scenario, f"not served: {why}")
+                target = self._skip(factory, target, scenario, f"not served: {why}")
+        return target
 
-    async def _refused(self, factory: RequestFactory, scenario: str, target: Target) -> str | None:
+    async def _refused(self, factory: RequestFactory, scenario: str) -> tuple[str | None, int | None]:
+        """Why the server refuses `scenario`'s requests, if it does (None: it takes them, or the load will
+        show), and the context length its answer states, if it states one."""
         body = factory.probe_body(scenario, Endpoint.CHAT, _PROBE_SCALE)
         try:
             status, _, message = await self.post(str(Endpoint.CHAT), body)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError):
-            return None  # the load will show it
+            return None, None  # the load will show it
         if 200 <= status < 300:
-            return None
+            return None, None
         verdict = blame(status, message)
         length, _ = context_numbers(message)
-        if length and target.max_model_len is None:
-            target.max_model_len, target.max_model_len_source = length, "a context-length answer"
         if verdict.fault is Fault.WORKLOAD and verdict.mismatch in (
             MismatchKind.NO_VISION,
             MismatchKind.NO_TOOLS,
         ):
-            return f"{message[:160]} ({FIXES[verdict.mismatch]})"
-        return None
+            return f"{message[:160]} ({FIXES[verdict.mismatch]})", length
+        return None, length
 
     @staticmethod
-    def _skip(factory: RequestFactory, target: Target, scenario: str, why: str) -> None:
-        if len(factory.scenarios) > 1:
-            factory.drop(scenario)
-            target.scenarios[scenario] = f"skipped: {why}"
+    def _skip(factory: RequestFactory, target: Target, scenario: str, why: str) -> Target:
+        if len(factory.scenarios) <= 1:
+            return target  # the last scenario is sent anyway: what it gets answered is the verdict's
+        factory.drop(scenario)
+        return replace(target, scenarios={**target.scenarios, scenario: f"skipped: {why}"})
 
-    async def measure(self, factory: RequestFactory, target: Target) -> None:
+    async def measure(self, factory: RequestFactory, target: Target) -> Target:
         """Size each scenario's largest prompt with the server's own /tokenize, where it has one."""
-        if not target.endpoints.get(str(Endpoint.TOKENIZE)):
+        if not target.serves(Endpoint.TOKENIZE):
             factory.estimate_all(None)
-            self.drop_unfit(factory, target)
-            return
+            return self.drop_unfit(factory, target)
         counts: dict[str, float] = {}
         for scenario in factory.scenarios:
             for scale in (1.0, 0.5):
@@ -236,11 +278,12 @@ class Preflight:
                 if status == 200 and plausible:
                     counts[json.dumps(body, sort_keys=True)] = float(count)
         factory.estimate_all(counts)
-        self.drop_unfit(factory, target)
+        return self.drop_unfit(factory, target)
 
-    def drop_unfit(self, factory: RequestFactory, target: Target) -> None:
+    def drop_unfit(self, factory: RequestFactory, target: Target) -> Target:
         for scenario, why in factory.fit.unfit.items():
-            self._skip(factory, target, scenario, f"cannot fit the context: {why}")
+            target = self._skip(factory, target, scenario, f"cannot fit the context: {why}")
+        return target
 
 
 def _json(raw: bytes) -> Any:

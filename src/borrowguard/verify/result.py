@@ -14,7 +14,9 @@ from borrowguard.exit_codes import ExitCode
 from borrowguard.load.summary import LevelSummary, Series
 
 if TYPE_CHECKING:
-    from borrowguard.verify.watch import LogEvent
+    from borrowguard.load.fit import FitSummary
+    from borrowguard.verify.preflight import Target
+    from borrowguard.verify.watch import HealthSummary, LogEvent, LogSource, MetricsScrape
 
 SCHEMA = "borrowguard.verify/1"
 
@@ -40,7 +42,7 @@ class ReasonCode(StrEnum):
     WORKLOAD_MISMATCH = "workload-mismatch"  # nothing valid could be sent: ours, not the server's (exit 2)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Reason:
     code: ReasonCode
     message: str
@@ -61,7 +63,7 @@ class CheckName(StrEnum):
     HEALTH = "health"  # the health endpoint kept answering
 
 
-@dataclass
+@dataclass(frozen=True)
 class Check:
     """One of the verdict's checks, and whether it could run: a PASS only vouches for the checks that ran."""
 
@@ -70,7 +72,7 @@ class Check:
     detail: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class LevelResult:
     concurrency: int
     elapsed: float
@@ -84,21 +86,21 @@ class LevelResult:
         return not self.reasons
 
 
-@dataclass
+@dataclass(frozen=True)
 class VerifyResult:
     verdict: Verdict
     reasons: list[Reason]
     config: Any  # VerifyConfig (typed loosely to keep this module free of the config's imports)
     levels: list[LevelResult] = field(default_factory=list)
-    target: dict[str, Any] = field(default_factory=dict)
+    target: Target | None = None  # None: the bundled server did not start
     checks: list[Check] = field(default_factory=list)
-    workload: dict[str, Any] = field(default_factory=dict)  # fitting, mismatches, skipped scenarios
+    fit: FitSummary | None = None  # how the workload was fitted to the server's context (None: no load)
     findings: list[LogEvent] = field(default_factory=list)
     finding_counts: dict[str, int] = field(default_factory=dict)
     log_lines: int = 0
-    log_sources: list[dict[str, Any]] = field(default_factory=list)
-    health: dict[str, Any] | None = None
-    metrics_scrape: dict[str, Any] | None = None
+    log_sources: list[LogSource] = field(default_factory=list)
+    health: HealthSummary | None = None
+    metrics_scrape: MetricsScrape | None = None
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
     started_at: str = ""

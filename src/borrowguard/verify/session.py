@@ -10,17 +10,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 import aiohttp
 
 from borrowguard._text import without_password
 from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.faults import Fault, MismatchKind, context_numbers
-from borrowguard.load.fit import ContextFit
+from borrowguard.load.fit import FitSummary
 from borrowguard.load.metrics import LoadMetrics
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory
@@ -41,7 +41,8 @@ from borrowguard.verify.verdict import (
     decide,
     level_reasons,
 )
-from borrowguard.verify.watch import HealthWatch, LogEvent, LogWatch, scrape_metrics
+from borrowguard.verify.watch import HealthWatch, LogEvent, LogWatch, MetricsScrape, scrape_metrics
+from borrowguard.verify.wording import flag
 
 if TYPE_CHECKING:
     from borrowguard.server.process import ServerProcess
@@ -50,7 +51,7 @@ _DEATH_GRACE = 1.0  # after engine death, in-flight requests get this long to fa
 _DRAIN_GRACE = 5.0  # after the planned end, in-flight requests get at most this + a quarter of the duration
 
 
-@dataclass
+@dataclass(frozen=True)
 class Progress:
     """A snapshot for the live display, handed out about twice a second."""
 
@@ -80,34 +81,40 @@ def run_verify(config: VerifyConfig, progress: Callable[[Progress], None] | None
 
 
 class Session:
-    def __init__(self, config: VerifyConfig, progress: Callable[[Progress], None] | None) -> None:
+    def __init__(
+        self, config: VerifyConfig, progress: Callable[[Progress], None] | None, *, own_signals: bool = True
+    ) -> None:
         self.config = config
         self.progress = progress
         self.api_key = config.api_key
         # Masked where outside text comes in (answers, log lines), before any cut; never in our own words.
         self.secrets = (self.api_key,) if self.api_key else ()
         self.auth: aiohttp.BasicAuth | None = None  # a user:password from --url, out of every URL we write
-        self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands), secrets=self.secrets)
+        self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands), secrets=self.secrets,
+                             on_finding=self._on_finding, clock=self._clock)
         self.health: HealthWatch | None = None
         self.run: LoadRun | None = None
         self.level_index = 0
         self.death: str | None = None
         self.interrupted = False
         self.server: ServerProcess | None = None  # the bundled server, when it is the target
+        self.target: Target | None = None  # what is known of the server: set anew as facts come, never changed
         self.metrics: LoadMetrics | None = None
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
         self.tool_calls_cut = 0
         self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer
-        self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served  # tools requests whose forced call our max_tokens cut (tokenized fine)
+        self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served
         self.notes: list[str] = []
-        self.own_signals = True  # a fleet run handles signals once, for all its sessions
+        self.levels: list[LevelResult] = []
+        self.fit: FitSummary | None = None
+        self.metrics_scrape: MetricsScrape | None = None
+        self.own_signals = own_signals  # False in a fleet run: it handles signals once, for all its sessions
         self._preflight_task: asyncio.Task | None = None
 
     async def main(self) -> VerifyResult:
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         t_start = time.perf_counter()
-        result = VerifyResult(Verdict.ERROR, [], self.config, started_at=started_at)
         could_not_run: str | None = None
         with contextlib.ExitStack() as stack:
             try:
@@ -115,16 +122,13 @@ class Session:
             except Exception as exc:  # the bundled server could not start: nothing was measured
                 could_not_run = f"the bundled server did not start: {exc}"
             else:
-                target = Target(
+                self.target = Target(
                     _base(self._strip_credentials(base_url)),
                     self.config.url is None,
                     self.config.guarded if self.config.url is None else None,
                 )
-                could_not_run = await self._run(target, result)
-                result.target = target.to_dict()
-        self._conclude(result, could_not_run)
-        result.elapsed = time.perf_counter() - t_start
-        return result
+                could_not_run = await self._run(self.target)
+        return self._conclude(could_not_run, started_at, time.perf_counter() - t_start)
 
     def _start_bundled(self, stack: contextlib.ExitStack) -> str:
         bundled = start_bundled(self.config, stack)
@@ -132,30 +136,35 @@ class Session:
         self.logs.fresh_files.append(bundled.log_path)
         return bundled.url
 
-    async def _run(self, target: Target, result: VerifyResult) -> str | None:
+    async def _run(self, target: Target) -> str | None:
         records_file = open(self.config.records, "w", encoding="utf-8") if self.config.records else None  # noqa: SIM115
         records: IO[str] | None = records_file
         session = aiohttp.ClientSession(auth=self.auth)
         background: list[asyncio.Task] = []
         restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
         try:
-            self._preflight_task = asyncio.ensure_future(self._preflight(session, target))
+            preflight = Preflight(session, target, api_key=self.api_key, timeout=self.config.timeout)
+            self._preflight_task = asyncio.ensure_future(preflight.learn(
+                self.config.scenario, model=self.config.model, max_model_len=self.config.max_model_len
+            ))
             try:
-                factory = await self._preflight_task
+                self.target, factory = await self._preflight_task
             except asyncio.CancelledError:
                 if not self.interrupted:
                     raise
+                self.target = preflight.learned  # what was learned before the signal
                 self.notes.append("interrupted during the preflight: no load was sent")
                 return None
             finally:
                 self._preflight_task = None
+            target = self.target
+            self.factory = factory
+            self.served = frozenset(path for path, ok in target.endpoints.items() if ok)
             if target.nothing_served:  # nothing to load: not a PASS, not the server's failure either
                 self.nothing_served = ", ".join(f"{p} answered {'yes' if ok else 'no'}" for p, ok in
                                                 sorted(target.endpoints.items()))
                 return None
             if self.logs.active:
-                self.logs.clock = self._clock
-                self.logs.on_finding = self._on_finding
                 self.logs.start()
                 background.append(asyncio.create_task(self.logs.run()))
             base_url = target.url
@@ -167,10 +176,10 @@ class Session:
                     break
                 self.level_index = index
                 level = await self._level(base_url, factory, concurrency, records)
-                result.levels.append(level)
+                self.levels.append(level)
                 if self.run is not None and self.run.records_error:
                     self.notes.append(
-                        f"--records: writing stopped ({self.run.records_error}); the run went on"
+                        f"{flag('records')}: writing stopped ({self.run.records_error}); the run went on"
                     )
                     records = None
                 if self.interrupted or self.death or not level.passed:
@@ -178,13 +187,16 @@ class Session:
             # Interrupted: no more waiting on the server (a hung one would hold the exit for the scrape's timeout).
             metrics_after = None if self.interrupted else await scrape_metrics(session, base_url + "/metrics")
             if metrics_before is not None or metrics_after is not None:
-                result.metrics_scrape = {"before": metrics_before, "after": metrics_after}
-            result.workload = {"fit": factory.fit.to_dict(), "scenarios": dict(target.scenarios)}
+                self.metrics_scrape = MetricsScrape(metrics_before, metrics_after)
+            self.fit = factory.fit.summary()
+            server_config = self.logs.server_config()
+            if server_config:
+                self.target = replace(target, server_config=server_config)
             exposure = race_exposure(
                 target.server,
                 target.version,
                 bad_words_sent=self.config.scenario.vllm_extensions,
-                renderer_workers=_renderer_workers(target, self.logs),
+                renderer_workers=_renderer_workers(server_config),
             )
             if exposure:
                 self.notes.append(exposure)
@@ -196,6 +208,7 @@ class Session:
                     f"of the tools scenario ended at {factory.tool_max_tokens}"
                 )
         except PreflightError as exc:
+            self.target = preflight.learned
             return str(exc)
         finally:
             restore_signals()
@@ -208,25 +221,6 @@ class Session:
                 with contextlib.suppress(OSError):  # a full disk was reported already, as a note
                     records_file.close()
         return None
-
-    async def _preflight(self, session: aiohttp.ClientSession, target: Target) -> RequestFactory:
-        pre = Preflight(session, target.url, api_key=self.api_key, timeout=self.config.timeout)
-        await pre.models(target, self.config.model)
-        await pre.version(target)
-        if target.server is None and target.bundled_server:
-            target.server = "borrowguard-reference"
-        if self.config.max_model_len is not None:
-            target.max_model_len, target.max_model_len_source = self.config.max_model_len, "--max-model-len"
-        assert target.model is not None
-        factory = RequestFactory(self.config.scenario, target.model)
-        factory.fit = ContextFit(max_model_len=target.max_model_len, max_tokens=factory.max_tokens_sent)
-        await pre.probe(factory, target)
-        if self.config.max_model_len is None and target.max_model_len != factory.fit.max_model_len:
-            factory.fit.max_model_len = target.max_model_len
-        await pre.measure(factory, target)
-        self.factory = factory
-        self.served = frozenset(path for path, ok in target.endpoints.items() if ok)
-        return factory
 
     async def _level(
         self, base_url: str, factory: RequestFactory, concurrency: int, records: IO[str] | None
@@ -262,8 +256,7 @@ class Session:
         drain = self.config.timeout if duration is None else min(self.config.timeout, _DRAIN_GRACE + duration / 4)
         plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
         async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
-                              api_key=self.api_key, auth=self.auth) as client:
-            client.served = self.served
+                              api_key=self.api_key, auth=self.auth, served=self.served) as client:
             self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
                                on_outcome=self._on_outcome)
             ticker = asyncio.create_task(self._tick(concurrency))
@@ -398,16 +391,12 @@ class Session:
 
     # -- the verdict -------------------------------------------------------------------------------------
 
-    def _conclude(self, result: VerifyResult, could_not_run: str | None) -> None:
+    def _conclude(self, could_not_run: str | None, started_at: str, elapsed: float) -> VerifyResult:
+        """The run's result, made once from what the session gathered and the pure verdict."""
         logs = self.logs
-        result.findings = list(logs.findings)
-        result.finding_counts = dict(logs.counts)
-        result.log_lines = logs.lines
-        result.log_sources = logs.sources_state()
-        result.health = self.health.to_dict() if self.health is not None else None
-        result.interrupted = self.interrupted
+        sources = logs.sources_state()
         facts = RunFacts(
-            levels=result.levels,
+            levels=self.levels,
             could_not_run=could_not_run,
             interrupted=self.interrupted,
             death=self.death,
@@ -417,45 +406,50 @@ class Session:
             log=LogState(
                 given=logs.active,
                 lines=logs.lines,
-                failed=[f"{s['source']}: {s['error']}" for s in result.log_sources if s.get("error")],
-                silent=[s["source"] for s in result.log_sources if not s.get("lines") and not s.get("error")],
+                failed=[f"{s.source}: {s.error}" for s in sources if s.error],
+                silent=[s.source for s in sources if not s.lines and not s.error],
             ),
             health_watched=self.health is not None and not self.health.unsupported,
             health_failed=bool(self.health and self.health.failing),
         )
-        result.verdict, result.reasons, result.checks, notes = decide(facts)
-        result.notes.extend(self.notes + notes)
+        verdict, reasons, checks, said = decide(facts)
+        notes = self.notes + said
         if self.nothing_served is not None:
-            result.verdict = Verdict.INCOMPLETE
-            result.notes = [n for n in result.notes if not n.startswith("interrupted before")]
-            result.notes.append("the server serves none of the tokenizing endpoints verify knows (chat, "
-                                "completions, tokenize, embeddings, score, rerank, pooling, classify), so "
-                                f"nothing was tested: {self.nothing_served}")
-        elif result.verdict is Verdict.PASS:  # a PASS claims only what it tested
-            log_check = next((c for c in result.checks if c.name == CheckName.LOG), None)
+            verdict = Verdict.INCOMPLETE
+            notes = [n for n in notes if not n.startswith("interrupted before")]
+            notes.append("the server serves none of the tokenizing endpoints verify knows (chat, completions, "
+                         "tokenize, embeddings, score, rerank, pooling, classify), so nothing was tested: "
+                         f"{self.nothing_served}")
+        elif verdict is Verdict.PASS:  # a PASS claims only what it tested
+            log_check = next((c for c in checks if c.name == CheckName.LOG), None)
+            ran = exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in self.levels)
             why = incomplete_because(
-                exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels), sorted(self.served),
+                ran, sorted(self.served),
                 log_asked=logs.active, log_ran=log_check is not None and log_check.state == CheckState.PASSED,
                 log_detail=log_check.detail if log_check is not None else "",
             )
             if why:
-                result.verdict = Verdict.INCOMPLETE
-                result.notes.extend(why)
+                verdict = Verdict.INCOMPLETE
+                notes.extend(why)
             else:
-                ran = exercise((lvl.concurrency, _ok_counts(lvl)) for lvl in result.levels)
-                result.notes.append(f"exercised under concurrent load: {ran.describe()}")
+                notes.append(f"exercised under concurrent load: {ran.describe()}")
+        return VerifyResult(
+            verdict, reasons, self.config, levels=list(self.levels), target=self.target, checks=checks,
+            fit=self.fit, findings=list(logs.findings), finding_counts=dict(logs.counts), log_lines=logs.lines,
+            log_sources=sources, health=self.health.summary() if self.health is not None else None,
+            metrics_scrape=self.metrics_scrape, interrupted=self.interrupted, notes=notes,
+            started_at=started_at, elapsed=elapsed,
+        )
 
 
 def _ok_counts(level: LevelResult) -> dict[str, int]:
     return {name: stats.ok for name, stats in level.summary.scenarios.items()}
 
 
-def _renderer_workers(target: Target, logs: LogWatch) -> int | None:
+def _renderer_workers(server_config: Mapping[str, Any]) -> int | None:
     """vLLM's --renderer-num-workers, from its start-up lines in the log (absent there: the default, 1)."""
-    config = logs.server_config()
-    if config:
-        target.server_config = config
-        workers = config.get("renderer_num_workers")
+    if server_config:
+        workers = server_config.get("renderer_num_workers")
         return int(workers) if isinstance(workers, int) else 1
     return None
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from borrowguard.verify.wording import LOG_FLAGS
+
 MIN_CONCURRENCY = 2  # one request at a time races nothing
 MIN_OK = 2  # at least two answers of a scenario at such a level: it ran beside the others
 
@@ -49,6 +51,6 @@ def incomplete_because(ran: Exercise, served: Iterable[str], *, log_asked: bool,
         why.append("no tokenizing request succeeded under concurrent load, so nothing was tested; "
                    f"the server serves: {said}")
     if log_asked and not log_ran:
-        why.append("the log check asked for (--log / --log-cmd) could not run"
+        why.append(f"the log check asked for ({LOG_FLAGS}) could not run"
                    + (f": {log_detail}" if log_detail else ""))
     return why

@@ -19,6 +19,7 @@ from borrowguard.knowledge import Kind, load
 from borrowguard.load.faults import Fault
 from borrowguard.load.summary import LevelSummary
 from borrowguard.verify.result import Check, CheckName, CheckState, LevelResult, Reason, ReasonCode, Verdict
+from borrowguard.verify.wording import LOG_FLAGS
 
 # which log findings are the tokenizer race and which the engine's death: the knowledge base says, by kind
 TOKENIZER_IDS = load().log_ids(Kind.TOKENIZER_RACE)
@@ -26,7 +27,7 @@ DEATH_IDS = load().log_ids(Kind.ENGINE_DEATH)
 _WORST_GROUPS = 6
 
 
-@dataclass
+@dataclass(frozen=True)
 class LevelFacts:
     concurrency: int
     summary: LevelSummary
@@ -37,7 +38,7 @@ class LevelFacts:
     max_error_rate: float
 
 
-@dataclass
+@dataclass(frozen=True)
 class LogState:
     """What was read of the server's log: a PASS may claim "no tokenizer errors in the log" only if
     every source yielded lines and none failed."""
@@ -48,7 +49,7 @@ class LogState:
     silent: list[str] = field(default_factory=list)  # sources that never yielded a line
 
 
-@dataclass
+@dataclass(frozen=True)
 class RunFacts:
     levels: list[LevelResult]
     could_not_run: str | None
@@ -235,7 +236,7 @@ def _log_check(log: LogState, codes: set[ReasonCode]) -> Check:
     if ReasonCode.TOKENIZER_ERRORS in codes:
         return Check(CheckName.LOG, CheckState.FAILED, "tokenizer errors")
     if not log.given:
-        return Check(CheckName.LOG, CheckState.NOT_RUN, "no server log given (--log / --log-cmd)")
+        return Check(CheckName.LOG, CheckState.NOT_RUN, f"no server log given ({LOG_FLAGS})")
     problems = [f"{s} failed" for s in log.failed] + [f"{s} yielded no line" for s in log.silent]
     if problems or log.lines == 0:
         return Check(CheckName.LOG, CheckState.NOT_RUN, "log not read: " + ("; ".join(problems) or "no line"))

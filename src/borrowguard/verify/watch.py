@@ -1,9 +1,9 @@
 """verify's sensors, beside the load: the server's log (through the scan engine), its health, /metrics.
 
-The log is read with scan's followers (`follow_file`, `follow_command`), which block on files and pipes,
-so each runs in a thread; their lines cross into the event loop through a bounded queue (a flooding log
-slows its reader down instead of filling memory), and the scan engine runs on the loop thread only. Each
-of scan's `Hit`s becomes a `LogEvent`: the hit, and when in the run it arrived.
+The log is read with scan's threaded follower (`scan.Follower`: files and commands block, so each source
+has a thread); their lines cross into the event loop through a bounded queue (a flooding log slows its
+reader down instead of filling memory), and the scan engine runs on the loop thread only. Each of scan's
+`Hit`s becomes a `LogEvent`: the hit, and when in the run it arrived.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import math
 import queue
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -27,7 +26,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from borrowguard._text import mask
 
 if TYPE_CHECKING:
-    from borrowguard.scan import Hit
+    from borrowguard.scan import Follower, Hit, SourceState
 
 _MAX_FINDINGS = 200  # findings kept verbatim; the counts stay exact
 _MAX_LINE = 4096
@@ -51,6 +50,19 @@ class LogEvent:
         return cls(t, level, hit.id, str(hit.severity), hit.source, hit.line_no, hit.text[:500])
 
 
+@dataclass(frozen=True)
+class LogSource:
+    """One followed log source at the end of the run: lines read, and what stopped it early (None: it was
+    followed to the end)."""
+
+    source: str
+    kind: str  # "file" or "command"
+    lines: int
+    error: str | None = None
+    exit_code: int | None = None  # a command that ended by itself: its status
+    exited: bool = False
+
+
 @dataclass
 class LogWatch:
     """Follows `files` and `commands` and scans each line; `findings` keeps a bounded sample.
@@ -68,66 +80,45 @@ class LogWatch:
     level_counts: Counter = field(default_factory=Counter)  # (level, id) -> n, exact
     lines: int = 0
     secrets: tuple[str, ...] = ()  # masked in every line as it comes in, before any cut
+    clock: Callable[[], tuple[int, float]] = lambda: (0, 0.0)  # (level, t) for a new finding
 
     def __post_init__(self) -> None:
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=20_000)
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._follower: Follower | None = None
         self._scanner: Any = None
-        self._sources: dict[str, dict[str, Any]] = {}
         self._head_config: dict[str, Any] = {}
-        self.clock: Callable[[], tuple[int, float]] = lambda: (0, 0.0)  # (level, t) for a new finding
 
     @property
     def active(self) -> bool:
         return bool(self.files or self.fresh_files or self.commands)
 
     def start(self) -> None:
-        from borrowguard.scan import Scanner, follow_command, follow_file
+        from borrowguard.scan import Follower, Scanner
 
         self._scanner = Scanner()
-        sources: list[tuple[str, str, Iterable[str]]] = []
+        self._follower = follower = Follower(self._enqueue)
+        for cmd in self.commands:
+            follower.add_command(cmd)
         for path in self.files:
             self._head_config.update(_startup_config(path))
             # Where the file ends now, not when the follower thread gets to open it: lines written
             # right after start() belong to the run.
-            size = path.stat().st_size if path.exists() else 0
-            sources.append(("file", str(path), follow_file(path, self._stop, start_at=size)))
-        sources += [("file", str(p), follow_file(p, self._stop)) for p in self.fresh_files]
-        for cmd in self.commands:
-            state = self._state("command", cmd)
-            follow = follow_command(cmd, self._stop, on_exit=lambda code, state=state: state.update(exit_code=code))
-            sources.append(("command", cmd, follow))
-        for kind, name, lines in sources:
-            self._state(kind, name)
-            thread = threading.Thread(target=self._pump, args=(name, lines), name=f"log:{name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+            follower.add_file(path, start_at=path.stat().st_size if path.exists() else 0)
+        for path in self.fresh_files:
+            follower.add_file(path)
+        follower.start()
 
-    def _state(self, kind: str, name: str) -> dict[str, Any]:
-        return self._sources.setdefault(name, {"source": name, "kind": kind, "lines": 0, "error": None})
-
-    def _pump(self, source: str, lines: Iterable[str]) -> None:
-        state = self._sources[source]
-        try:
-            for line in lines:
-                state["lines"] += 1
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put((source, mask(line, self.secrets)[:_MAX_LINE]), timeout=0.2)
-                        break
-                    except queue.Full:
-                        continue
-                if self._stop.is_set():
-                    return
-        except Exception as exc:  # a follower that dies must not take the run with it
-            state["error"] = f"{type(exc).__name__}: {exc}"
-            return
-        if "exit_code" in state and not self._stop.is_set():
-            code = state["exit_code"]
-            state["error"] = f"the command ended early (exit code {code})" + (
-                "" if state["lines"] else " without a line"
-            )
+    def _enqueue(self, source: str, line: str) -> None:
+        """A line from a source's thread: waits for room in the queue (a flooding log slows its reader),
+        never past the stop."""
+        assert self._follower is not None
+        line = mask(line, self.secrets)[:_MAX_LINE]
+        while not self._follower.stop_event.is_set():
+            try:
+                self._queue.put((source, line), timeout=0.2)
+                return
+            except queue.Full:
+                continue
 
     def server_config(self) -> dict[str, Any]:
         """The server's configuration from its start-up lines, where a log showed them (else {}): those
@@ -137,9 +128,9 @@ class LogWatch:
             config.update(self._scanner.server_config())
         return config
 
-    def sources_state(self) -> list[dict[str, Any]]:
+    def sources_state(self) -> list[LogSource]:
         """Per log source: lines read, and the error that stopped it early (None when it ran to the end)."""
-        return [dict(s) for s in self._sources.values()]
+        return [_log_source(s) for s in (self._follower.states() if self._follower is not None else [])]
 
     async def run(self) -> None:
         """Drain the queue into the scanner until cancelled."""
@@ -169,19 +160,24 @@ class LogWatch:
 
     def stop(self, settle: float = 0.5) -> None:
         """Stop following after a last read (lines written just before the end still count)."""
-        if self._scanner is None:
+        if self._scanner is None or self._follower is None:
             return
         deadline = time.monotonic() + settle
-        while time.monotonic() < deadline and any(t.is_alive() for t in self._threads):
+        while time.monotonic() < deadline and self._follower.alive:
             self.drain()
             time.sleep(0.05)
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=2)
+        self._follower.stop(timeout=2)
         self.drain(limit=1_000_000)
         # A traceback still open at the end (the server was killed inside it) counts as cut off.
         for hit in self._scanner.finish():
             self._record(hit)
+
+
+def _log_source(state: SourceState) -> LogSource:
+    error = f"{type(state.error).__name__}: {state.error}" if state.error is not None else None
+    if error is None and state.exited:
+        error = f"the command ended early (exit code {state.exit_code})" + ("" if state.lines else " without a line")
+    return LogSource(state.name, state.kind, state.lines, error, state.exit_code, state.exited)
 
 
 def _startup_config(path: Path, limit: int = 4 << 20) -> dict[str, Any]:
@@ -258,15 +254,29 @@ class HealthWatch:
         if self.on_failure is not None:
             self.on_failure(error)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "url": self.url,
-            "supported": not self.unsupported,
-            "polls": self.polls,
-            "failures": self.failures,
-            "first_failure": self.first_failure,
-            "last_error": self.last_error,
-        }
+    def summary(self) -> HealthSummary:
+        return HealthSummary(self.url, not self.unsupported, self.polls, self.failures, self.first_failure,
+                             self.last_error)
+
+
+@dataclass(frozen=True)
+class HealthSummary:
+    """The health watch at the end of a run (the run document's `health`)."""
+
+    url: str
+    supported: bool  # False: the first poll got a 404, there is no health endpoint
+    polls: int
+    failures: int
+    first_failure: str | None
+    last_error: str | None
+
+
+@dataclass(frozen=True)
+class MetricsScrape:
+    """The server's request-related /metrics series before and after the load (None: no page)."""
+
+    before: dict[str, float] | None
+    after: dict[str, float] | None
 
 
 _INTERESTING = ("request", "running", "waiting", "preempt", "error", "abort", "success")
