@@ -415,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--expected", help="the reference mode's output: compare with it (unguarded, serial)")
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--min-calls", type=int, default=0, help="the hammer goes on past --seconds until this many")
     ap.add_argument("--workers", type=int, default=1, help="renderer_num_workers (vllm serve's default: 1)")
     args = ap.parse_args(argv)
 
@@ -507,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         # cold first calls of 8 threads at once would leave the timed run only a few calls. Judged too.
         first = {c.shape: i for i, c in reversed(list(enumerate(calls)))}
         report["warmup_wrong"] = [calls[i].shape for i in first.values() if run_one(frontend, calls[i]) != expected[i]]
-        result = hammer(frontend, calls, expected, threads=THREADS, seconds=args.seconds)
+        result = hammer(frontend, calls, expected, threads=THREADS, seconds=args.seconds, min_calls=args.min_calls)
         report["hammer"] = result.to_dict()
         report["deep_copies_under_load"] = copies.count - copies_at_start
         # Keep mode: the guard steps aside for the pool's copies and still serves the shared tokenizer.

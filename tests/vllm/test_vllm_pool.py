@@ -79,7 +79,9 @@ def test_without_borrowguard_vllm_builds_its_pool_of_deep_copies(
 def test_keep_switch_keeps_vllms_pool_and_says_so(
     production_dir: Path, production_expected: Path, tmp_path: Path
 ) -> None:
-    report = drive("plugin", production_dir, tmp_path, production_expected, BORROWGUARD_VLLM_POOL="keep")
+    # No call-count floor: vLLM's pool deep-copies the 129k tokenizer on the request path (seconds each).
+    report = drive("plugin", production_dir, tmp_path, production_expected, min_calls=0,
+                   BORROWGUARD_VLLM_POOL="keep")
     [line] = report["plugin_log"]
     assert "tokenizer guard installed" in line and "renderer pool kept (BORROWGUARD_VLLM_POOL=keep)" in line, line
     assert "TokenizerPool" in report["tokenizer_class"]
@@ -90,7 +92,6 @@ def test_keep_switch_keeps_vllms_pool_and_says_so(
     assert report["deep_copies_guarded"] == 0, report
     assert report["shared_tokenizer_guarded"] is True, report
     hammer = report["hammer"]
-    # No call-count floor: vLLM's pool deep-copies the 129k tokenizer on the request path (seconds each).
     assert hammer["calls"] > 0 and report["deep_copies_at_start"] + report["deep_copies_under_load"] > 0, hammer
     assert report["warmup_wrong"] == []
     assert hammer["exceptions"] == {}, hammer["examples"]
