@@ -107,3 +107,84 @@ def test_the_tokenizer_frames_win_over_another_library_further_out() -> None:
         sc.feed(line, "s")
     sc.finish()
     assert [(f.id, f.confidence) for f in sc.result().findings] == [(TOKENIZER, "high")]
+
+
+FAST = '  File "/venv/lib/python3.11/site-packages/transformers/tokenization_utils_fast.py", line {n}, in {fn}'
+POOL = '  File "/usr/lib/python3.11/concurrent/futures/thread.py", line 58, in run'
+
+
+def _cut(*lines: str) -> list[tuple[str, str]]:
+    """Findings of a paste cut after `lines` (then a blank line), on both read paths (they must agree)."""
+    body = "\n".join(lines) + "\n\nIt happens on CPU too.\n"
+    sc = Scanner()
+    sc.scan_stream(io.BytesIO(body.encode()), "paste")
+    got = [(f.id, f.confidence.value) for f in sc.result().findings]
+    sc = Scanner()
+    for line in body.splitlines():
+        sc.feed(line, "paste")
+    sc.finish()
+    assert [(f.id, f.confidence.value) for f in sc.result().findings] == got
+    return got
+
+
+@pytest.mark.parametrize("under_pool", [False, True])
+def test_a_paste_cut_at_the_batch_encode_is_not_the_race(under_pool: bool) -> None:
+    # encode_batch takes a shared borrow: the race raises in the thread that changes the settings (measured
+    # on tokenizers 0.22.2: every "Already borrowed" in the setters), so a paste that stops at the batch
+    # encode call hides some other error (a TypeError on the input, as in forest-snow/alps#2)
+    head = (POOL,) if under_pool else ()
+    assert _cut(*head, FAST.format(n=385, fn="_batch_encode_plus"), "    encodings = self._tokenizer.encode_batch(") == []
+    # the same with 3.11's carets and a call spread over lines (3.13 prints them all): its first line decides
+    assert _cut(
+        *head, FAST.format(n=385, fn="_batch_encode_plus"), "    encodings = self._tokenizer.encode_batch(",
+        "                ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^", "        batch_text_or_text_pairs,",
+    ) == []
+
+
+@pytest.mark.parametrize("under_pool", [False, True])
+def test_a_paste_cut_where_the_race_raises_still_counts(under_pool: bool) -> None:
+    head = (POOL,) if under_pool else ()
+    for tail in (
+        (FAST.format(n=541, fn="_batch_encode_plus"), "    self.set_truncation_and_padding("),
+        (FAST.format(n=541, fn="_batch_encode_plus"),),  # the frame line alone: where the paste stopped is unknown
+        (FAST.format(n=541, fn="_batch_encode_plus"), "    self.set_truncation_and_padding(",
+         FAST.format(n=494, fn="set_truncation_and_padding"), "    self._tokenizer.enable_truncation(**target)"),
+    ):
+        assert _cut(*head, *tail) == [(TOKENIZER, "medium")], tail
+
+
+def test_a_waiting_line_of_a_quiet_followed_log_is_decided_without_more_lines() -> None:
+    sc = Scanner()
+    assert sc.feed("RuntimeError: Already borrowed", "s") == []  # waits: evidence may follow
+    assert sc.settle_idle(quiet_s=3600) == []  # read just now: still waiting
+    hits = sc.settle_idle(quiet_s=0)  # the log went quiet: decided by what came so far
+    assert [(h.id, h.confidence) for h in hits] == [(TOKENIZER, "low")]
+    more = [h for _ in range(sc.signatures[0].context.reach + 5) for h in sc.feed("INFO nothing", "s")]  # type: ignore[union-attr]
+    assert more == [] and sc.settle_idle(quiet_s=0) == []  # decided once, never again
+    assert [f.count for f in sc.result().findings] == [1]
+
+
+def test_follow_reports_a_lone_bare_line_while_the_log_stays_quiet(tmp_path: Path) -> None:
+    import threading
+
+    from borrowguard.scan.inputs.readers import Input
+    from borrowguard.scan.live import follow
+
+    log = tmp_path / "server.log"
+    log.write_text("INFO serving\nRuntimeError: Already borrowed\n")  # then nothing more, ever
+    stop = threading.Event()
+    seen: list[str] = []
+
+    def on_hit(hit: object) -> None:
+        seen.append(hit.id)  # type: ignore[attr-defined]
+        stop.set()
+
+    gave_up: list[bool] = []
+    bound = threading.Timer(120, lambda: (gave_up.append(True), stop.set()))  # a hang bound, not a timing assertion
+    bound.start()
+    try:
+        follow(Scanner(), [Input(str(log), log)], stop, on_hit=on_hit, poll_interval=0.05)
+    finally:
+        bound.cancel()
+    # while following, not at the end: before, it came only after 200 more lines (never, here) or at the stop
+    assert seen == [TOKENIZER] and not gave_up

@@ -29,13 +29,20 @@ FAULTS = (
     "ok", "garbage-sse", "cut-sse", "stall", "reset", "html-500", "json-500", "borrowed-log", "leak",
     "hostile-400",
     "huge-line", "long-echo",
+    # lying servers (issue 23): each must get FAIL or INCOMPLETE from verify, never PASS
+    "no-usage", "too-long", "model-404", "bad-context", "typeerror-400", "error-200",
+    "drift",  # a body seen before gets 5 more prompt tokens: consistent under load, not what it got alone
+    "bad-words-500",  # a request with bad_words gets vLLM's 500 with an empty message (its tokenizer call raised)
 )  # fmt: skip
+TOKENIZE = ("none", "ok", "huge")  # /tokenize: absent (404), a count of len(body) // 4, or 10**15
 READY = "fakeserver: listening on "
 _MAX_BODY = 64 << 20
 
 
 class _Server:
-    def __init__(self, faults: list[str], log_path: Path | None, die_after: float | None) -> None:
+    def __init__(self, faults: list[str], log_path: Path | None, die_after: float | None,
+                 tokenize: str = "none") -> None:
+        self.tokenize = tokenize
         # The key comes from the environment, as a real server's would; a wrong one is echoed back in
         # the 401 message, like careless servers do, so that tests can check the client redacts it.
         self.api_key = os.environ.get("BORROWGUARD_FAKE_API_KEY")
@@ -45,6 +52,7 @@ class _Server:
         self.log = open(log_path, "a", encoding="utf-8", buffering=1) if log_path else None  # noqa: SIM115
         self.die_after = die_after
         self.chats = 0
+        self.seen: set[int] = set()  # hashes of the chat bodies answered (the `drift` fault)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -89,6 +97,9 @@ class _Server:
         if method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
             self.chats += 1
             return await self.chat(next(self.faults), body, writer)
+        if method == "POST" and path == "/tokenize" and self.tokenize != "none":
+            count = 10**15 if self.tokenize == "huge" else max(1, len(body) // 4)
+            return _send(writer, 200, json.dumps({"count": count, "max_model_len": 4096, "tokens": []}).encode())
         return _send(writer, 404, b'{"error":{"message":"not found","type":"NotFoundError"}}')
 
     async def chat(self, fault: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
@@ -102,6 +113,11 @@ class _Server:
         if fault == "reset":
             writer.transport.abort()
             return False
+        if fault == "bad-words-500" and b'"bad_words"' in body:
+            return _send(writer, 500, b'{"object":"error","message":"","type":"InternalServerError","code":500}')
+        lie = _LIES.get(fault)
+        if lie is not None:
+            return _send(writer, lie[0], json.dumps(lie[1]).encode())
         if fault == "hostile-400":
             # Echoes the key (as careless servers do in errors and logs) and tries to drive the terminal.
             echo = f"bad request (key {self.api_key}) \x1b]0;pwned\x07\x1b[2J\x1b[31mred"
@@ -134,7 +150,14 @@ class _Server:
             )
             await asyncio.sleep(3600)
             return False
-        usage = {"prompt_tokens": prompt_tokens, "completion_tokens": 4, "total_tokens": prompt_tokens + 4}
+        usage: dict | None = {"prompt_tokens": prompt_tokens, "completion_tokens": 4,
+                              "total_tokens": prompt_tokens + 4}
+        if fault == "no-usage":
+            usage = None
+        if fault == "drift":
+            if hash(body) in self.seen:
+                usage = {**usage, "prompt_tokens": prompt_tokens + 5}
+            self.seen.add(hash(body))
         if not stream and fault not in ("garbage-sse", "cut-sse", "huge-line"):
             answer = {
                 "id": f"chatcmpl-{self.chats}",
@@ -147,8 +170,9 @@ class _Server:
                         "finish_reason": "stop",
                     }
                 ],
-                "usage": usage,
             }
+            if usage is not None:
+                answer["usage"] = usage
             return _send(writer, 200, json.dumps(answer).encode())
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -164,7 +188,29 @@ class _Server:
         return True
 
 
-def _events(fault: str, usage: dict) -> Iterator[bytes]:
+# status and body of each lying answer (vLLM's wordings, with the lie in them)
+_LIES = {
+    # a context-length refusal whose numbers hold, for every prompt, however small
+    "too-long": (400, {"object": "error", "type": "BadRequestError", "code": 400, "message":
+                       "This model's maximum context length is 4096 tokens. However, your request has 5000 "
+                       "input tokens. Please reduce the length of the messages."}),
+    # the model the preflight listed is gone
+    "model-404": (404, {"object": "error", "type": "NotFoundError", "code": 404,
+                        "message": "The model `fake-model` does not exist."}),
+    # a context-length refusal its own numbers contradict
+    "bad-context": (400, {"object": "error", "type": "BadRequestError", "code": 400, "message":
+                          "This model's maximum context length is 4096 tokens. However, your request has 30 "
+                          "input tokens. Please reduce the length of the messages."}),
+    # a bug of the server's own code, said in a 400
+    "typeerror-400": (400, {"object": "error", "type": "BadRequestError", "code": 400, "message":
+                            "TypeError: OpenAIServingChat.create_chat_completion() got an unexpected keyword "
+                            "argument 'request_id'"}),
+    # an error carried in a 200
+    "error-200": (200, {"object": "error", "message": "Already borrowed", "choices": []}),
+}
+
+
+def _events(fault: str, usage: dict | None) -> Iterator[bytes]:
     if fault == "huge-line":
         yield b"data: " + b"x" * (3 << 20)
         return
@@ -175,7 +221,8 @@ def _events(fault: str, usage: dict) -> Iterator[bytes]:
             return
         if fault == "garbage-sse":
             yield b"data: {this is not json\n\n"
-    yield b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n"
+    if usage is not None:
+        yield b"data: " + json.dumps({"choices": [], "usage": usage}).encode() + b"\n\n"
     yield b"data: [DONE]\n\n"
 
 
@@ -195,8 +242,9 @@ def _send(writer: asyncio.StreamWriter, status: int, body: bytes, ctype: str = "
     return True
 
 
-async def serve(port: int, faults: list[str], log_path: Path | None, die_after: float | None) -> None:
-    server = _Server(faults, log_path, die_after)
+async def serve(port: int, faults: list[str], log_path: Path | None, die_after: float | None,
+                tokenize: str = "none") -> None:
+    server = _Server(faults, log_path, die_after, tokenize)
     srv = await asyncio.start_server(server.handle, "127.0.0.1", port, backlog=1024)
     print(f"{READY}http://127.0.0.1:{srv.sockets[0].getsockname()[1]}", flush=True)
     if die_after is not None:
@@ -219,15 +267,18 @@ class FakeServer:
         start_timeout: float = 30.0,
         api_key: str | None = None,
         redirect_to: str | None = None,
+        tokenize: str = "none",
     ) -> None:
         unknown = set(faults or []) - set(FAULTS)
-        if unknown:
-            raise ValueError(f"unknown faults: {sorted(unknown)}")
+        if unknown or tokenize not in TOKENIZE:
+            raise ValueError(f"unknown faults: {sorted(unknown)} (or tokenize {tokenize!r})")
         self.args = [
             sys.executable,
             str(Path(__file__).resolve()),
             "--faults",
             ",".join(faults or ["ok"]),
+            "--tokenize",
+            tokenize,
         ]
         if log_path is not None:
             self.args += ["--log", str(log_path)]
@@ -285,12 +336,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--log", type=Path, default=None, help="append log lines here (borrowed-log, death)")
     parser.add_argument("--die-after", type=float, default=None, help="exit abruptly after this many seconds")
+    parser.add_argument("--tokenize", choices=TOKENIZE, default="none", help="how POST /tokenize answers")
     args = parser.parse_args(argv)
     faults = [f.strip() for f in args.faults.split(",") if f.strip()]
     if not faults or set(faults) - set(FAULTS):
         parser.error(f"--faults: choose from {', '.join(FAULTS)}")
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(serve(args.port, faults, args.log, args.die_after))
+        asyncio.run(serve(args.port, faults, args.log, args.die_after, args.tokenize))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from borrowguard.verify.soundness import exercise, incomplete_because
 def test_only_concurrent_successes_count_as_exercised() -> None:
     ran = exercise([(1, {"embed": 50}), (16, {"embed": 1, "rerank": 30, "text": 0})])
     assert ran.scenarios == ["rerank"]
-    assert "rerank (30 ok)" in ran.describe()
+    assert "rerank (30 answered)" in ran.describe()
 
 
 def test_nothing_exercised_or_an_asked_for_log_check_that_did_not_run_is_incomplete() -> None:

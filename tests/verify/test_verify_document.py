@@ -4,7 +4,13 @@ tests/fixtures/verify/verify-1.shape.json is the document's shape (keys and nest
 tests/support/shape.py), taken from `verify --json` on the bundled server, guarded and unguarded, before
 the summaries became typed values. A key added, renamed or dropped fails here: change the schema's version
 (and say so in the README) instead of the shape of version 1. Added since, as new keys a reader of
-version 1 may ignore: target.nothing_served (the preflight found no endpoint it could load).
+version 1 may ignore: target.nothing_served (the preflight found no endpoint it could load); per repeat key
+`reference` (usage.prompt_tokens of the same request sent alone before the load, or null), `matches_reference`,
+`vectors_compared`, `vectors_differing`, `vector_max_distance` (pooling answers' vectors against the reference,
+relative L2); per level summary `empty_5xx` and `empty_5xx_bad_words` (5xx answers with an empty message, and
+how many of them on requests with bad_words), `unfinished` (requests still in flight when the drain ran out, no
+slower than the level's answers: not counted) and `slowest_answer_s`; a check named `vectors`, listed where
+pooling vectors came back.
 """
 
 from __future__ import annotations

@@ -106,7 +106,9 @@ def test_identical_requests_with_different_prompt_tokens_fail() -> None:
 def test_tokenizer_signature_in_followed_log_fails(tmp_path: Path, how: str) -> None:
     log = tmp_path / "server.log"
     log.write_text("RuntimeError: Already borrowed\n")  # from before the run: must not count
-    follow = {"logs": [log]} if how == "file" else {"log_commands": [f"tail -n 0 -F {log}"]}
+    # The command reads from the file's second line on, not from its end as it starts (`tail -n 0`): on a busy
+    # machine tail may start after the server wrote its first lines, and the count below is exact.
+    follow = {"logs": [log]} if how == "file" else {"log_commands": [f"tail -n +2 -F {log}"]}
     with FakeServer(faults=["ok"] * 40 + ["borrowed-log"], log_path=log) as srv:
         result = run_verify(_config(srv.url, **follow))
     assert result.verdict == "FAIL"

@@ -17,7 +17,7 @@ import os
 
 import pytest
 from verify_cli import counts_line, verify
-from vllm_serve_harness import POOLING_ARGS
+from vllm_serve_harness import DISABLED_LINE, INSTALLED_LINE, POOLING_ARGS, plugin_lines
 
 VERIFY_N = os.environ.get("BORROWGUARD_VLLM_SERVE_POOLING_VERIFY_N", "200")
 THRESHOLD = 3
@@ -32,6 +32,10 @@ def pooling_server(request, start_vllm, tiny_text):
 
 
 def test_verify_with_default_options_on_an_embedding_server(pooling_server):
+    # the arm is what it says: the plugin loaded (a serve environment installed from a clone that moved is not)
+    lines = plugin_lines(pooling_server.log_path.read_text("utf-8", "replace"))
+    expected = INSTALLED_LINE if pooling_server.guarded else DISABLED_LINE
+    assert lines and all(expected in line for line in lines), (expected, lines)
     code, doc = verify(pooling_server, VERIFY_N)
     summary = doc["levels"][0]["summary"]
     print("\n" + counts_line(f"vllm 0.19.1 pooling {'guarded' if pooling_server.guarded else 'unguarded'}", doc))
@@ -46,6 +50,9 @@ def test_verify_with_default_options_on_an_embedding_server(pooling_server):
     if pooling_server.guarded:
         assert (code, doc["verdict"]) == (0, "PASS"), doc["reasons"]
         assert summary["ok"] == summary["requests"]
+        # identical requests' counts and vectors equal what the same request got alone, before the load
+        checks = {c["name"]: c["state"] for c in doc["checks"]}
+        assert checks["prompt-tokens"] == checks["vectors"] == "passed", doc["checks"]
     else:
         assert (code, doc["verdict"]) == (1, "FAIL"), doc["reasons"]
         assert doc["reasons"][0]["code"] == "tokenizer-errors", doc["reasons"]

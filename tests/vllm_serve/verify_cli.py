@@ -26,5 +26,9 @@ def counts_line(label: str, doc: dict) -> str:
     """One line with every count the run produced: what the report of a real-server run quotes."""
     summary = doc["levels"][0]["summary"]
     scenarios = {k: v["statuses"] for k, v in summary["scenarios"].items()}
+    repeats = summary["repeats"].values()
+    vectors = (sum(r.get("vectors_differing", 0) for r in repeats), sum(r.get("vectors_compared", 0) for r in repeats))
     return (f"{label}: {doc['verdict']}, {summary['requests']} requests, {summary['ok']} ok, {scenarios}, "
-            f"faults {summary['errors_by_fault']}, log findings {doc['log']['finding_counts']}")
+            f"faults {summary['errors_by_fault']}, log findings {doc['log']['finding_counts']}, "
+            f"vectors differing {vectors[0]} of {vectors[1]}, unfinished {summary.get('unfinished', 0)}, "
+            f"checks {[(c['name'], c['state']) for c in doc['checks']]}")

@@ -95,7 +95,7 @@ def _list(kb: KnowledgeBase, as_json: bool) -> None:
 def render(e: Entry) -> str:
     out = [
         f"{e.id} — {e.title}",
-        f"severity: {e.severity}    found by: {', '.join(f'borrowguard {f}' for f in e.found_by) or NEITHER}",
+        f"severity: {e.severity}    kind: {e.kind}    found by: {', '.join(f'borrowguard {f}' for f in e.found_by) or NEITHER}",
         "",
         "What it is",
         textwrap.indent(e.explanation, "  "),
@@ -105,8 +105,18 @@ def render(e: Entry) -> str:
         for i, text in enumerate(e.logs, 1):
             rule = "  [also a line rule in `borrowguard rules export`]" if i in e.line_rules else ""
             out.append(_bullet(f"{text}{rule}"))
+    out += [_bullet(text) for text in e.attribution]
+    if e.answers:
+        out += ["", "How it shows in an HTTP answer", _bullet("an error message containing " + " or ".join(repr(a) for a in e.answers))]
+    if e.exposed_by:
+        out += ["", f"Only with requests that carry: {', '.join(e.exposed_by)}"]
     if e.versions:
         out += ["", "Which versions and settings", *(_bullet(v) for v in e.versions)]
+    if e.leads_to or e.leads_to_when_traced:
+        chain = [*e.leads_to, *(f"{x} (only when its own traceback runs through this one's frames)" for x in e.leads_to_when_traced)]
+        out += ["", f"Leads to: {', '.join(chain)}"]
+    if e.advice:
+        out += [f"When it is the root of what was found: {e.advice}"]
     if e.remedies:
         out += ["", "Remedies, in order", *(f"  {i}. {r}" for i, r in enumerate(e.remedies, 1))]
     if e.references:

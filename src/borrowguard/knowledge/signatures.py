@@ -18,6 +18,12 @@ A signature table has these fields (regular expressions are Python's; a list may
     detail     = "..."                       a fixed detail for every occurrence (else the regex's
                                              named group `detail`, counted per value)
     startup    = "ignore"                    occurrences while the server is starting up do not count
+    cut_inside = regex                       with `frames`: a cut traceback counts only when its last
+                                             frame matches this
+    cut_not_at = regex                       with `frames`: a cut traceback whose last line (its innermost
+                                             frame or the source line under it) matches this does not
+                                             count: the paste stopped at a call where the problem is not
+                                             raised
 
 The anchors are what lets the scanner read gigabytes: it looks for them with fast substring search and
 parses only the lines that contain one. The loader checks that they are there and usable; the test suite
@@ -50,8 +56,8 @@ from borrowguard.knowledge.model import Confidence, Severity
 
 PATTERN_FIELDS = ("message", "frames", "raises", "exclude", "stall", "resume")
 FIELDS = (
-    *PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup", "cut_inside", "says",
-    "context",
+    *PATTERN_FIELDS, "anchors", "confidence", "when_cut", "stall_lines", "detail", "startup", "cut_inside",
+    "cut_not_at", "says", "context",
 )
 CONTEXT_FIELDS = ("tokenizer", "code", "answer", "others", "elsewhere", "bare", "reach", "quoted")
 MAX_REACH = 2000
@@ -123,6 +129,8 @@ class Signature:
     find_anchors: tuple[str, ...] = ()
     cut_inside: re.Pattern[str] | None = None
     """With `frames`: a cut traceback counts only when its last frame matches."""
+    cut_not_at: re.Pattern[str] | None = None
+    """With `frames`: a cut traceback whose last line (frame or source line) matches does not count."""
     says: str | None = None
     """The evidence of an occurrence, in words."""
     context: Context | None = None
@@ -167,8 +175,10 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
         raise KnowledgeError(f"{where}: field 'resume' only applies together with 'stall'")
     anchors = _declared_anchors(raw.get("anchors"), f"{where}: field 'anchors'")
     cut_inside = _patterns(raw.get("cut_inside", ()), f"{where}: field 'cut_inside'")
-    if cut_inside and not fields["frames"]:
-        raise KnowledgeError(f"{where}: field 'cut_inside' only applies together with 'frames'")
+    cut_not_at = _patterns(raw.get("cut_not_at", ()), f"{where}: field 'cut_not_at'")
+    for name, given in (("cut_inside", cut_inside), ("cut_not_at", cut_not_at)):
+        if given and not fields["frames"]:
+            raise KnowledgeError(f"{where}: field {name!r} only applies together with 'frames'")
     context = _context(raw.get("context"), f"{where}: field 'context'") if "context" in raw else None
     if context is not None and not fields["message"]:
         raise KnowledgeError(f"{where}: field 'context' only applies together with 'message'")
@@ -189,6 +199,7 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
         probes=tuple(p.pattern for p in starters) if probe else (),
         find_anchors=() if probe else anchors,
         cut_inside=cut_inside[0] if cut_inside else None,
+        cut_not_at=cut_not_at[0] if cut_not_at else None,
         says=_optional_text(raw.get("says"), f"{where}: field 'says'"),
         context=context,
         **fields,
@@ -237,8 +248,9 @@ def check_patterns(raw: Mapping[str, Any], where: str) -> None:
     for name in PATTERN_FIELDS:
         if name in raw:
             _patterns(raw[name], f"{where}: field {name!r}")
-    if "cut_inside" in raw:
-        _patterns(raw["cut_inside"], f"{where}: field 'cut_inside'")
+    for name in ("cut_inside", "cut_not_at"):
+        if name in raw:
+            _patterns(raw[name], f"{where}: field {name!r}")
     context = raw.get("context")
     if isinstance(context, Mapping):
         for name in ("code", "answer", "quoted"):

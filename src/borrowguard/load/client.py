@@ -25,6 +25,8 @@ from borrowguard.load.sse import SSEError, SSEParser
 MAX_BODY = 16 << 20  # a non-streamed answer larger than this is a broken server, not a chat completion
 MAX_ERROR_BODY = 64 << 10
 MAX_MESSAGE = 300
+TEMPLATE_ALLOWANCE = 4096  # tokens a chat template may add to a /tokenize body beyond one per byte sent
+MAX_VECTOR_FLOATS = 1 << 16  # numbers kept from one repeat's pooling answer, for the vector comparison
 _EXCERPT = 130  # a quoted piece of a malformed answer
 
 # Error kinds (the status label of a request that got no usable HTTP answer)
@@ -54,6 +56,10 @@ class Outcome:
     retried: bool = False  # sent again once: its first connection had been closed by the server
     fault: Fault | None = None  # for a failed request: whose fault (see load.faults)
     mismatch: MismatchKind | None = None  # for a workload fault: which mismatch
+    bad_words: bool = False  # the request asked for vLLM's bad_words (encoded on another path)
+    # A repeat's pooling answer, per input in input order: its embedding (or score, probabilities). Compared
+    # within a tolerance (load.metrics) with the serial reference; never written to the records.
+    vectors: tuple[tuple[float, ...], ...] | None = None
 
     @property
     def ok(self) -> bool:
@@ -70,6 +76,7 @@ class Outcome:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
+        data.pop("vectors")
         data["ok"] = self.ok
         return data
 
@@ -120,7 +127,7 @@ class ChatClient:
         started = time.perf_counter()
         out = Outcome(
             plan.scenario, plan.repeat_key, plan.truncate, start=started - self.t0,
-            endpoint=request.path, scale=request.scale,
+            endpoint=request.path, scale=request.scale, bad_words=plan.bad_words,
         )
         connection: dict[str, bool] = {}
         stale = await self._attempt(request, out, started, self.timeout, connection)
@@ -174,7 +181,7 @@ class ChatClient:
                 out.message = self._clean(error_message(await _read_bounded(resp, MAX_ERROR_BODY)))
                 return
             if request.plan.endpoint in (Endpoint.TOKENIZE, Endpoint.DETOKENIZE):
-                self._read_tokenize(await _read_bounded(resp, MAX_BODY), out)
+                self._read_tokenize(await _read_bounded(resp, MAX_BODY), out, len(request.body))
                 return
             if request.plan.endpoint in POOLING_ENDPOINTS:
                 self._read_pooling(await _read_bounded(resp, MAX_BODY), out)
@@ -258,8 +265,10 @@ class ChatClient:
             out.error, out.message = BAD_JSON, "the answer has no `data` (or `results`) items"
             return
         _take_usage(body, out)
+        if out.repeat_key is not None:
+            out.vectors = pooled_vectors(items)
 
-    def _read_tokenize(self, raw: bytes, out: Outcome) -> None:
+    def _read_tokenize(self, raw: bytes, out: Outcome, sent: int) -> None:
         try:
             body = json.loads(raw)
         except ValueError:
@@ -269,6 +278,9 @@ class ChatClient:
             return
         count = body.get("count")
         if isinstance(count, int) and not isinstance(count, bool):
+            if count > sent + TEMPLATE_ALLOWANCE:  # more tokens than bytes sent: not a count, a broken answer
+                out.error, out.message = BAD_JSON, f"/tokenize claimed {count} tokens for a {sent}-byte body"
+                return
             out.prompt_tokens = count  # identical /tokenize requests must count the same
 
     def _clean(self, text: str, limit: int = MAX_MESSAGE) -> str:
@@ -320,6 +332,44 @@ async def _read_bounded(resp: aiohttp.ClientResponse, limit: int) -> bytes:
         if size > limit:
             raise ValueError(f"the response body exceeded {limit} bytes")
     return b"".join(chunks)
+
+
+def pooled_vectors(items: list[Any]) -> tuple[tuple[float, ...], ...] | None:
+    """The numbers of a pooling answer's items, in input order (rerank sorts by relevance: by `index`):
+    an embedding, a pooling answer's `data` (flattened), classify `probs`, a score. None when an item has
+    none, or the answer is larger than MAX_VECTOR_FLOATS."""
+    keyed = []
+    total = 0
+    for position, item in enumerate(items):
+        if not isinstance(item, dict):
+            return None
+        numbers: list[float] = []
+        for name in ("embedding", "data", "probs", "score", "relevance_score"):
+            if name in item:
+                if not _flatten(item[name], numbers, MAX_VECTOR_FLOATS - total):
+                    return None
+                break
+        if not numbers:
+            return None
+        total += len(numbers)
+        index = item.get("index", position)
+        keyed.append((index if isinstance(index, int) and not isinstance(index, bool) else position, numbers))
+    keyed.sort(key=lambda pair: pair[0])
+    return tuple(tuple(numbers) for _, numbers in keyed)
+
+
+def _flatten(value: Any, into: list[float], room: int, depth: int = 0) -> bool:
+    """Numbers of a (nested) list into `into`; False for anything else, or more than `room` numbers."""
+    if isinstance(value, bool) or depth > 4:
+        return False
+    if isinstance(value, int | float):
+        if len(into) >= room or value != value or value in (float("inf"), float("-inf")):
+            return False
+        into.append(float(value))
+        return True
+    if isinstance(value, list):
+        return all(_flatten(v, into, room, depth + 1) for v in value)
+    return False
 
 
 def _is_error_object(body: dict) -> bool:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from borrowguard.load.client import Outcome
 from borrowguard.load.faults import Fault, MismatchKind
+from borrowguard.load.reference import VECTOR_TOLERANCE, Reference, distance
 from borrowguard.load.summary import (
     STATUS_CLASSES,
     ErrorGroup,
@@ -32,6 +33,10 @@ _MIN = 1e-4  # seconds; anything faster lands in the first bucket
 _MAX_DISTINCT = 32  # prompt_tokens values kept per repeat key
 _MAX_MESSAGES = 3  # distinct messages kept per (scenario, status)
 _MAX_ERROR_KEYS = 200
+# A request still in flight when the drain after the planned end runs out is not the server's timeout if it
+# has been in flight no longer than this many times the slowest answer of the level: a busy server is slow, not
+# failing. Longer (a stall beside fast answers), or with no answer at all in the level, it is a timeout.
+UNFINISHED_FACTOR = 3.0
 
 
 class LogHistogram:
@@ -199,19 +204,46 @@ class _ErrorTally:
 
 @dataclass
 class _RepeatTally:
+    reference: Reference | None = None
     values: Counter = field(default_factory=Counter)
     first_seen: dict[int, float] = field(default_factory=dict)
     without_usage: int = 0
+    baseline: tuple[tuple[float, ...], ...] | None = None  # the reference's vectors, else the first seen
+    vectors_compared: int = 0
+    vectors_differing: int = 0
+    vector_max_distance: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.reference is not None and self.reference.failed is None:
+            self.baseline = self.reference.vectors
+
+    def vectors(self, vectors: tuple[tuple[float, ...], ...]) -> None:
+        if self.baseline is None:
+            self.baseline = vectors  # no reference: the first answer under load is what the others must equal
+            return
+        far = distance(vectors, self.baseline)
+        self.vectors_compared += 1
+        self.vectors_differing += far > VECTOR_TOLERANCE
+        self.vector_max_distance = max(self.vector_max_distance or 0.0, far)
 
     def summary(self) -> RepeatStats:
+        reference = self.reference.prompt_tokens if self.reference is not None and self.reference.usable else None
+        worst = self.vector_max_distance
         return RepeatStats(dict(sorted(self.values.items())), dict(sorted(self.first_seen.items())),
-                           self.without_usage)
+                           self.without_usage, reference, self.vectors_compared, self.vectors_differing,
+                           None if worst is None else (worst if math.isinf(worst) else round(worst, 6)))
 
 
 class LoadMetrics:
     """Everything the verdict and the report need, aggregated as outcomes arrive."""
 
-    def __init__(self, scenarios: list[str]) -> None:
+    def __init__(self, scenarios: list[str], references: dict[str, Reference] | None = None) -> None:
+        # the serial reference of each repeat key (load.reference); filled before the load starts
+        self.references: dict[str, Reference] = references if references is not None else {}
+        self.empty_5xx = 0
+        self.empty_5xx_bad_words = 0
+        self.slowest_answer = 0.0  # seconds: the slowest request that got any HTTP answer in the level
+        self.unfinished = 0  # requests cut by the end of the drain while no slower than answers (see above)
         self.scenarios: dict[str, _ScenarioTally] = {name: _ScenarioTally() for name in scenarios}
         self.overall = LogHistogram()
         self.series = TimeSeries()
@@ -233,10 +265,21 @@ class LoadMetrics:
         bucket = self.series.at(t)
         bucket.inflight_max = max(bucket.inflight_max, self.inflight)
 
+    def cut_at_drain(self, in_flight: float) -> bool:
+        """A request still in flight when the drain ran out, after `in_flight` seconds: True when it is counted
+        as unfinished (neither answered nor failed), False when it must be counted as a timeout."""
+        if not self.slowest_answer or in_flight > UNFINISHED_FACTOR * self.slowest_answer:
+            return False
+        self.inflight -= 1
+        self.unfinished += 1
+        return True
+
     def finished(self, outcome: Outcome) -> Outcome:
         """Count one answered (or failed) request; returns it as counted: a reset tied to an earlier error
         answer carries that answer's fault (the caller's outcome is left as it was)."""
         self.inflight -= 1
+        if outcome.status is not None:
+            self.slowest_answer = max(self.slowest_answer, outcome.latency)
         self.requests += 1
         self.retried += outcome.retried
         stats = self.scenarios.setdefault(outcome.scenario, _ScenarioTally())
@@ -262,7 +305,12 @@ class LoadMetrics:
         return self._error(outcome, label, end)
 
     def _repeat(self, outcome: Outcome, t: float) -> None:
-        stats = self.repeats.setdefault(outcome.repeat_key or "", _RepeatTally())
+        key = outcome.repeat_key or ""
+        stats = self.repeats.get(key)
+        if stats is None:
+            stats = self.repeats[key] = _RepeatTally(self.references.get(key))
+        if outcome.vectors is not None:
+            stats.vectors(outcome.vectors)
         value = outcome.prompt_tokens
         if value is None:
             stats.without_usage += 1
@@ -273,6 +321,9 @@ class LoadMetrics:
     def _error(self, outcome: Outcome, label: str, t: float) -> Outcome:
         if outcome.error == "refused" and self.first_refused is None:
             self.first_refused = t
+        if outcome.status is not None and outcome.status >= 500 and _empty(outcome.message):
+            self.empty_5xx += 1
+            self.empty_5xx_bad_words += outcome.bad_words
         fault = Fault(outcome.fault or Fault.SERVER)
         if outcome.status is not None:
             self._untied_error_answers.append(fault)
@@ -327,7 +378,16 @@ class LoadMetrics:
             error_groups=tuple(g.summary() for g in sorted(self.errors.values(), key=lambda g: -g.count)),
             error_groups_dropped=self.errors_dropped,
             repeats={key: r.summary() for key, r in sorted(self.repeats.items())},
+            empty_5xx=self.empty_5xx,
+            empty_5xx_bad_words=self.empty_5xx_bad_words,
+            unfinished=self.unfinished,
+            slowest_answer=round(self.slowest_answer, 3),
         )
+
+
+def _empty(message: str | None) -> bool:
+    """A message that says nothing: vLLM's `{"error": {"message": ""}}`, or an empty body."""
+    return not message or message.strip() in ("", "(empty body)", "{}")
 
 
 def _r(value: float | None) -> float | None:

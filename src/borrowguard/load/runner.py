@@ -124,9 +124,12 @@ class LoadRun:
                     self.metrics.inflight -= 1
                     self.cancelled_in_flight += 1
                     raise
-                # Still unanswered when the drain after the planned end ran out: a request the server did
-                # not answer in time, which counts (a stalling server must not look like an idle one).
-                self.metrics.finished(self._unanswered(built, started))
+                # Still unanswered when the drain after the planned end ran out. No slower than the server's
+                # answers of this level: unfinished, not counted (a busy server is slow, not failing). Far
+                # slower, or with nothing answered: a request the server did not answer in time, which counts
+                # (a stalling server must not look like an idle one).
+                if not self.metrics.cut_at_drain(time.perf_counter() - started):
+                    self.metrics.finished(self._unanswered(built, started))
                 raise
             outcome = self.metrics.finished(outcome)  # as counted: a tied reset carries its answer's fault
             if self._on_outcome is not None:

@@ -174,20 +174,25 @@ class RequestFactory:
         generation = self.fit.generation
         every = self.settings.repeat_every
         if every > 0 and (self._counts[scenario] - 1) % every == 0:  # the first one too: an early baseline
-            variant = next(self._variants[scenario])
-            if scenario in pooling.POOLING_SCENARIOS:  # a repeat goes to one endpoint, always the same
-                return RequestPlan(scenario, variant, seed=0, endpoint=self.pooling_endpoints[scenario][0],
-                            max_tokens=0, generation=generation)
-            return RequestPlan(
-                scenario,
-                variant,
-                seed=0,
-                truncate=REPEAT_TRUNCATE if variant == "trunc" else None,
-                endpoint=Endpoint.TOKENIZE if scenario == "tokenize" else Endpoint.CHAT,
-                max_tokens=self.tool_max_tokens if scenario == "tools" else MAX_TOKENS,
-                generation=generation,
-            )
+            return self.repeat_plan(scenario, next(self._variants[scenario]), generation)
         return self._unique(scenario, generation)
+
+    def repeat_plan(self, scenario: str, variant: str, generation: int | None = None) -> RequestPlan:
+        """The plan of one repeat variant (byte-identical every time at one fit generation): what the load
+        repeats, and what verify first sends alone as the serial reference (verify.reference)."""
+        generation = self.fit.generation if generation is None else generation
+        if scenario in pooling.POOLING_SCENARIOS:  # a repeat goes to one endpoint, always the same
+            return RequestPlan(scenario, variant, seed=0, endpoint=self.pooling_endpoints[scenario][0],
+                               max_tokens=0, generation=generation)
+        return RequestPlan(
+            scenario,
+            variant,
+            seed=0,
+            truncate=REPEAT_TRUNCATE if variant == "trunc" else None,
+            endpoint=Endpoint.TOKENIZE if scenario == "tokenize" else Endpoint.CHAT,
+            max_tokens=self.tool_max_tokens if scenario == "tools" else MAX_TOKENS,
+            generation=generation,
+        )
 
     def _unique(self, scenario: str, generation: int) -> RequestPlan:
         r, s = self._rng, self.settings

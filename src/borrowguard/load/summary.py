@@ -58,10 +58,28 @@ class RepeatStats:
     prompt_tokens: Mapping[int, int]  # value -> how many answers said it
     first_seen: Mapping[int, float]  # value -> seconds into the level
     without_usage: int
+    # the serial reference (load.reference): the same request sent alone before the load
+    reference: int | None = None  # its usage.prompt_tokens; None: no reference, or none in its answer
+    # vectors (pooling answers): each compared with the reference's, or without one with the first under load
+    vectors_compared: int = 0
+    vectors_differing: int = 0
+    vector_max_distance: float | None = None  # the largest relative L2 distance seen
 
     @property
     def consistent(self) -> bool:
+        """Identical requests under load agreed with each other."""
         return len(self.prompt_tokens) <= 1
+
+    @property
+    def matches_reference(self) -> bool:
+        """Every answer under load said what the request got when sent alone (no reference: True)."""
+        return self.reference is None or set(self.prompt_tokens) <= {self.reference}
+
+    @property
+    def compared(self) -> int:
+        """usage.prompt_tokens values compared: each answer with the reference, or without one with the first."""
+        answers = sum(self.prompt_tokens.values())
+        return answers if self.reference is not None else max(0, answers - 1)
 
 
 @dataclass(frozen=True)
@@ -98,6 +116,13 @@ class LevelSummary:
     error_groups: tuple[ErrorGroup, ...]  # the largest first
     error_groups_dropped: int
     repeats: Mapping[str, RepeatStats]  # by repeat key
+    # 5xx answers with an empty message: vLLM's bad_words path answers so when its tokenizer call raises
+    empty_5xx: int = 0
+    empty_5xx_bad_words: int = 0  # ... of them on requests that asked for bad_words
+    # requests still in flight when the drain after the planned end ran out, no slower than the level's
+    # slowest answer allows (load.metrics.UNFINISHED_FACTOR): not in `requests`, neither answered nor failed
+    unfinished: int = 0
+    slowest_answer: float = 0.0  # seconds: the slowest request that got any HTTP answer
 
     @property
     def errors(self) -> int:

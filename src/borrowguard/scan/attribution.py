@@ -18,6 +18,7 @@ nothing above it waits until `reach` more lines came (or the input ends) before 
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 
@@ -28,6 +29,10 @@ from borrowguard.scan.model import Hit, excerpt
 MAX_EVIDENCE = 64
 """Evidence lines remembered per source (the nearest ones matter)."""
 MAX_UNDECIDED = 64
+IDLE_S = 2.0
+"""A followed log quiet this long after a waiting line: it is decided by what came so far. The evidence that
+decides a line (its JSON stack trace, the traceback lines of its record) is written with it, not seconds
+later; waiting for `reach` more lines of a quiet server would report it minutes late, or never."""
 BARE = "no context: a bare line (PyO3 raises these words for a borrow conflict on any Rust-backed object)"
 
 
@@ -44,6 +49,8 @@ class Evidence:
 class Undecided:
     hit: Hit
     signature: Signature
+    since: float = 0.0
+    """When it was read (time.monotonic()): a followed log that goes quiet decides it after IDLE_S."""
 
 
 @dataclass
@@ -128,9 +135,11 @@ def near(att: Attribution, process: str | None, line_no: int, reach: int) -> Evi
     return None
 
 
-def settle(kb: KnowledgeBase, att: Attribution, line_no: int, *, end: bool = False) -> list[Hit]:
+def settle(
+    kb: KnowledgeBase, att: Attribution, line_no: int, *, end: bool = False, read_before: float | None = None
+) -> list[Hit]:
     """The waiting lines that are decided now: by evidence that came after them, or because `reach` lines
-    passed (or the input ended) without any."""
+    passed (or the input ended, or, when following, they were read before `read_before`) without any."""
     done: list[Hit] = []
     keep: list[Undecided] = []
     for u in att.undecided:
@@ -142,7 +151,7 @@ def settle(kb: KnowledgeBase, att: Attribution, line_no: int, *, end: bool = Fal
         )
         if after is not None:
             done.append(decide(kb, u.hit, u.signature, (after.library, after.text), _lines_away(after, u.hit)))
-        elif end or line_no - u.hit.line_no > ctx.reach:
+        elif end or line_no - u.hit.line_no > ctx.reach or (read_before is not None and u.since < read_before):
             done.append(decide(kb, u.hit, u.signature, None, ""))
         else:
             keep.append(u)
@@ -158,7 +167,7 @@ def pending(kb: KnowledgeBase, att: Attribution) -> list[Hit]:
 
 def wait(att: Attribution, hit: Hit, sig: Signature) -> None:
     if len(att.undecided) < MAX_UNDECIDED:
-        att.undecided.append(Undecided(hit, sig))
+        att.undecided.append(Undecided(hit, sig, time.monotonic()))
 
 
 def _lines_away(ev: Evidence, hit: Hit) -> str:

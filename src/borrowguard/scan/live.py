@@ -55,7 +55,7 @@ def follow(
     if not follower.states():
         raise UserInputError(printable("nothing to follow: " + "; ".join(skipped[:3])))
     follower.start()
-    follower.wait()
+    follower.wait(on_tick=pump.idle)
     if command_name is not None:
         _judge_command(follower.state(command_name), report)
     return report
@@ -80,7 +80,7 @@ def _add_inputs(
             follower.add(name, "stream", read_once)
         elif kind == "gzip" and from_end:
             skipped.append(name)
-            report.note(f"skipped {name}: gzip-compressed (a rotated log); --from-end skips what files hold")
+            report.note(f"skipped {name}: gzip-compressed (a rotated log); following from the end skips what files hold")
         elif kind == "gzip":
             report.note(f"{name}: gzip-compressed (a rotated log): read once, decompressed, not followed")
             follower.add(name, "stream", read_once)
@@ -110,6 +110,10 @@ class _Pump:
             self._tell(self._scanner.finish(name))
         else:
             self._report.fail(f"{name}: stopped following: {error}")
+
+    def idle(self) -> None:
+        """A quiet moment: lines waiting for their context that long are decided (Scanner.settle_idle)."""
+        self._tell(self._scanner.settle_idle())
 
     def _tell(self, hits: list[Hit]) -> None:
         if hits and self._on_hit is not None:

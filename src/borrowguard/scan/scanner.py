@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from typing import Any, BinaryIO
 
 from borrowguard.knowledge import KnowledgeBase, load
@@ -123,6 +124,17 @@ class Scanner(BulkReading):
             for st in [self._sources[source]] if source in self._sources else list(self._sources.values()):
                 hits += self._finish(st)
             return hits
+
+    def settle_idle(self, quiet_s: float = attribution.IDLE_S) -> list[Hit]:
+        """Followed logs: matched lines still waiting for their context (see scan.attribution) that were
+        read more than `quiet_s` seconds ago are decided by what came so far; their hits."""
+        with self._lock:
+            before = time.monotonic() - quiet_s
+            hits: list[Hit] = []
+            for st in self._sources.values():
+                if st.attribution.undecided:
+                    hits += attribution.settle(self.kb, st.attribution, st.line_no, read_before=before)
+            return self._record_all(hits)
 
     def warn(self, message: str) -> None:
         """Note a problem with the input itself (a truncated .gz, an unreadable file in follow mode)."""
@@ -231,7 +243,9 @@ class Scanner(BulkReading):
             if kind is Kind.FRAME:
                 win.flat = win.flat or message[:1] == "F"
                 win.tokenizer = win.tokenizer or tokenizer_frame(message)
-                win.last_frame = message
+                win.last_frame = win.last_line = message
+            elif win.last_line == win.last_frame and message.strip(" \t^~"):
+                win.last_line = message  # the innermost frame's first source line (carets aside)
             for sig in self._ctx_sigs:
                 seen = attribution.line_evidence(sig.context, message, code=kind is not Kind.FRAME)  # type: ignore[arg-type]
                 if seen is not None:
@@ -328,6 +342,8 @@ class Scanner(BulkReading):
             if confidence is None:
                 continue
             if exc is None and sig.cut_inside is not None and not sig.cut_inside.search(win.last_frame):
+                continue
+            if exc is None and sig.cut_not_at is not None and sig.cut_not_at.search(win.last_line):
                 continue
             counted.add(sig.problem_id)
             text = " | ".join(texts) + ("" if exc is not None else " | (cut before the exception)")

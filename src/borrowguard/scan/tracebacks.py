@@ -78,6 +78,9 @@ class Window:
     """The innermost frame or source line naming the tokenizer (None) or another library, and what it said
     (see scan.attribution)."""
     last_frame: str = ""
+    last_line: str = ""
+    """Its innermost frame's first source line (the frame line itself when none follows): the call a cut
+    paste stopped at."""
     progress: dict[int, int] = field(default_factory=dict)
     """Signature index -> how many of its frames matched, in order."""
     frames_at: dict[int, tuple[int, str | None, list[str]]] = field(default_factory=dict)

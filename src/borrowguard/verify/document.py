@@ -209,6 +209,10 @@ def _(value: LevelSummary) -> dict[str, Any]:
         "errors_by_status": [to_dict(g) for g in value.error_groups],
         "error_groups_dropped": value.error_groups_dropped,
         "repeats": {key: to_dict(r) for key, r in value.repeats.items()},
+        "empty_5xx": value.empty_5xx,
+        "empty_5xx_bad_words": value.empty_5xx_bad_words,
+        "unfinished": value.unfinished,
+        "slowest_answer_s": value.slowest_answer,
     }
 
 
@@ -250,6 +254,11 @@ def _(value: RepeatStats) -> dict[str, Any]:
         "first_seen_t": {str(v): t for v, t in value.first_seen.items()},
         "without_usage": value.without_usage,
         "consistent": value.consistent,
+        "reference": value.reference,
+        "matches_reference": value.matches_reference,
+        "vectors_compared": value.vectors_compared,
+        "vectors_differing": value.vectors_differing,
+        "vector_max_distance": value.vector_max_distance,
     }
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 
 from borrowguard._text import mask
-from borrowguard.load.client import error_message, redirect_message
+from borrowguard.load.client import TEMPLATE_ALLOWANCE, error_message, redirect_message
 from borrowguard.load.faults import Fault, MismatchKind, blame, context_numbers
 from borrowguard.load.fit import ContextFit
 from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory, ScenarioSettings
@@ -274,7 +274,7 @@ class Preflight:
                     status, answer = 0, None
                 count = answer.get("count") if isinstance(answer, dict) else None
                 # A count beyond one token per byte of the body (plus room for a template) is not a count.
-                plausible = isinstance(count, int) and 0 < count <= len(json.dumps(body)) + 4096
+                plausible = isinstance(count, int) and 0 < count <= len(json.dumps(body)) + TEMPLATE_ALLOWANCE
                 if status == 200 and plausible:
                     counts[json.dumps(body, sort_keys=True)] = float(count)
         factory.estimate_all(counts)

@@ -37,6 +37,7 @@ class ReasonCode(StrEnum):
     ENGINE_DEAD = "engine-dead"
     REQUEST_ERRORS = "request-errors"
     PROMPT_TOKENS_MISMATCH = "prompt-tokens-mismatch"
+    VECTOR_MISMATCH = "vector-mismatch"  # identical pooling requests got vectors beyond the tolerance
     NO_SUCCESS = "no-success"
     COULD_NOT_RUN = "could-not-run"
     WORKLOAD_MISMATCH = "workload-mismatch"  # nothing valid could be sent: ours, not the server's (exit 2)
@@ -60,6 +61,7 @@ class CheckName(StrEnum):
     LOG = "log"  # no tokenizer error or engine death in the server's log
     REQUESTS = "requests"  # every request of ours got a 2xx
     PROMPT_TOKENS = "prompt-tokens"  # identical requests got identical usage.prompt_tokens
+    VECTORS = "vectors"  # identical pooling requests got the same vectors (listed only where some came back)
     HEALTH = "health"  # the health endpoint kept answering
 
 

@@ -21,7 +21,9 @@ from borrowguard._text import without_password
 from borrowguard.load.client import ChatClient, Outcome
 from borrowguard.load.faults import Fault, MismatchKind, context_numbers
 from borrowguard.load.fit import FitSummary
-from borrowguard.load.metrics import LoadMetrics
+from borrowguard.load.metrics import UNFINISHED_FACTOR, LoadMetrics
+from borrowguard.load.reference import Reference
+from borrowguard.load.reference import take as take_references
 from borrowguard.load.runner import LoadPlan, LoadRun
 from borrowguard.load.scenarios import RequestFactory
 from borrowguard.verify.bundled import start_bundled
@@ -103,6 +105,7 @@ class Session:
         self.factory: RequestFactory | None = None
         self.tokenizer_reported = 0
         self.tool_calls_cut = 0
+        self.references: dict[str, Reference] = {}  # repeat key -> the same request sent alone (load.reference)
         self.served: frozenset[str] = frozenset()  # paths the preflight's discovery saw answer
         self.nothing_served: str | None = None  # the discovery's findings, when no endpoint was served
         self.notes: list[str] = []
@@ -111,6 +114,7 @@ class Session:
         self.metrics_scrape: MetricsScrape | None = None
         self.own_signals = own_signals  # False in a fleet run: it handles signals once, for all its sessions
         self._preflight_task: asyncio.Task | None = None
+        self._reference_task: asyncio.Task | None = None
 
     async def main(self) -> VerifyResult:
         started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -200,6 +204,17 @@ class Session:
             )
             if exposure:
                 self.notes.append(exposure)
+            if self.references:
+                self.notes.append(_references_said(self.references))
+            unfinished = sum(level.summary.unfinished for level in self.levels)
+            if unfinished:
+                slowest = max(level.summary.slowest_answer for level in self.levels)
+                self.notes.append(
+                    f"{unfinished} request(s) were still in flight when the drain after the planned end ran out, "
+                    f"none longer than {UNFINISHED_FACTOR:g} × the slowest answer ({slowest:.1f} s): a busy server's "
+                    "slow answers, counted neither as answered nor as failed (a longer --duration or -n lets "
+                    "them finish)"
+                )
             if self.tool_calls_cut:
                 self.notes.append(
                     f"{self.tool_calls_cut} tools request(s) had their forced tool call cut by our max_tokens "
@@ -225,7 +240,7 @@ class Session:
     async def _level(
         self, base_url: str, factory: RequestFactory, concurrency: int, records: IO[str] | None
     ) -> LevelResult:
-        metrics = LoadMetrics(factory.scenarios)
+        metrics = LoadMetrics(factory.scenarios, self.references)
         self.metrics = metrics
         await self._load(base_url, factory, metrics, concurrency, records)
         # Lines the server wrote while answering the last requests belong to this level.
@@ -259,6 +274,8 @@ class Session:
                               api_key=self.api_key, auth=self.auth, served=self.served) as client:
             self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
                                on_outcome=self._on_outcome)
+            if not await self._take_references(base_url, factory):
+                return
             ticker = asyncio.create_task(self._tick(concurrency))
             try:
                 await self.run.run()
@@ -266,6 +283,24 @@ class Session:
                 ticker.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await ticker
+
+    async def _take_references(self, base_url: str, factory: RequestFactory) -> bool:
+        """Each repeat first alone: what every answer to it under load must equal. False: interrupted.
+        On a client of its own, so that the load starts on fresh connections, as it did without it."""
+        if self.interrupted:
+            return False
+        async with ChatClient(base_url, concurrency=1, timeout=self.config.timeout, api_key=self.api_key,
+                              auth=self.auth, served=self.served) as client:
+            self._reference_task = asyncio.ensure_future(take_references(client, factory, self.references))
+            try:
+                self.references.update(await self._reference_task)
+            except asyncio.CancelledError:
+                if not self.interrupted:
+                    raise
+                return False
+            finally:
+                self._reference_task = None
+        return True
 
     def _level_tokenizer_counts(self) -> dict[str, int]:
         counts = {i: n for (lvl, i), n in self.logs.level_counts.items() if lvl == self.level_index}
@@ -386,6 +421,8 @@ class Session:
         self.interrupted = True
         if self._preflight_task is not None:
             self._preflight_task.cancel()
+        if self._reference_task is not None:
+            self._reference_task.cancel()
         if self.run is not None:
             self.run.abort()
 
@@ -411,6 +448,8 @@ class Session:
             ),
             health_watched=self.health is not None and not self.health.unsupported,
             health_failed=bool(self.health and self.health.failing),
+            health_polls=self.health.polls if self.health is not None else 0,
+            max_error_rate=self.config.max_error_rate,
         )
         verdict, reasons, checks, said = decide(facts)
         notes = self.notes + said
@@ -442,8 +481,24 @@ class Session:
         )
 
 
+def _references_said(references: dict[str, Reference]) -> str:
+    usable = [r for r in references.values() if r.usable]
+    failed = [r for r in references.values() if r.failed is not None]
+    text = (f"serial reference: {len(references)} repeated request(s) first sent alone, before the load; "
+            f"{len(usable)} answered with a count or vectors that every answer under load must equal")
+    if failed:
+        text += f"; {len(failed)} failed alone, so only compared with each other (first: {failed[0].failed})"
+    return text
+
+
 def _ok_counts(level: LevelResult) -> dict[str, int]:
-    return {name: stats.ok for name, stats in level.summary.scenarios.items()}
+    """Per scenario the requests that reached the tokenizer and were answered: the 2xx, and the forced tool
+    calls our max_tokens cut (tokenized and generated: vLLM 0.17's 400 "Invalid JSON: EOF")."""
+    cut: dict[str, int] = {}
+    for group in level.summary.groups(workload=True):
+        if group.mismatch is MismatchKind.TOOL_CALL_CUT:
+            cut[group.scenario] = cut.get(group.scenario, 0) + group.count
+    return {name: stats.ok + cut.get(name, 0) for name, stats in level.summary.scenarios.items()}
 
 
 def _renderer_workers(server_config: Mapping[str, Any]) -> int | None:

@@ -18,7 +18,8 @@ MIN_OK = 2  # at least two answers of a scenario at such a level: it ran beside 
 
 @dataclass(frozen=True)
 class Exercise:
-    """What ran: per scenario the successful answers at levels of concurrency >= MIN_CONCURRENCY."""
+    """What ran: per scenario the answers that show its requests were tokenized (the 2xx, and forced tool
+    calls our max_tokens cut) at levels of concurrency >= MIN_CONCURRENCY."""
 
     ok: Mapping[str, int]
 
@@ -27,7 +28,7 @@ class Exercise:
         return sorted(name for name, n in self.ok.items() if n >= MIN_OK)
 
     def describe(self) -> str:
-        return ", ".join(f"{name} ({self.ok[name]} ok)" for name in self.scenarios)
+        return ", ".join(f"{name} ({self.ok[name]} answered)" for name in self.scenarios)
 
 
 def exercise(levels: Iterable[tuple[int, Mapping[str, int]]]) -> Exercise:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from borrowguard.knowledge import Kind, load
 from borrowguard.load.faults import Fault
+from borrowguard.load.reference import VECTOR_TOLERANCE
 from borrowguard.load.summary import LevelSummary
 from borrowguard.verify.result import Check, CheckName, CheckState, LevelResult, Reason, ReasonCode, Verdict
 from borrowguard.verify.wording import LOG_FLAGS
@@ -61,6 +62,8 @@ class RunFacts:
     log: LogState
     health_watched: bool
     health_failed: bool
+    health_polls: int = 0
+    max_error_rate: float = 0.0
 
 
 def level_reasons(f: LevelFacts) -> list[Reason]:
@@ -79,12 +82,33 @@ def level_reasons(f: LevelFacts) -> list[Reason]:
         reasons.append(Reason(ReasonCode.ENGINE_DEAD, f"engine death: {f.death}", f.concurrency))
     reasons += _request_errors(f)
     for key, repeat in sorted(s.repeats.items()):
+        values = ", ".join(f"{v} ({n}×)" for v, n in repeat.prompt_tokens.items())
+        alone = f"; sent alone before the load it got {repeat.reference}" if repeat.reference is not None else ""
         if not repeat.consistent:
-            values = ", ".join(f"{v} ({n}×)" for v, n in repeat.prompt_tokens.items())
             reasons.append(
                 Reason(
                     ReasonCode.PROMPT_TOKENS_MISMATCH,
-                    f"identical requests {key} got different usage.prompt_tokens: {values}",
+                    f"identical requests {key} got different usage.prompt_tokens: {values}{alone}",
+                    f.concurrency,
+                    key=key,
+                )
+            )
+        elif not repeat.matches_reference:  # consistently wrong under load
+            reasons.append(
+                Reason(
+                    ReasonCode.PROMPT_TOKENS_MISMATCH,
+                    f"identical requests {key} got usage.prompt_tokens {values} under load{alone}",
+                    f.concurrency,
+                    key=key,
+                )
+            )
+        if repeat.vectors_differing:
+            reasons.append(
+                Reason(
+                    ReasonCode.VECTOR_MISMATCH,
+                    f"identical requests {key}: {repeat.vectors_differing} of {repeat.vectors_compared} answers "
+                    f"had vectors beyond {VECTOR_TOLERANCE:g} (relative L2) of the reference, up to "
+                    f"{repeat.vector_max_distance:.3g}",
                     f.concurrency,
                     key=key,
                 )
@@ -115,6 +139,8 @@ def _request_errors(f: LevelFacts) -> list[Reason]:
         worst.append(f"{group.count} × {group.status} on {group.scenario}{msg}")
     tied = s.tied_resets
     tail = f"; {tied} reset(s) right after an error answer are counted with it" if tied else ""
+    if s.empty_5xx:
+        tail += "; " + empty_5xx_said(s.empty_5xx, s.empty_5xx_bad_words)
     rate = f"{server_errors / valid:.2%} > {f.max_error_rate:.2%}"
     return [
         Reason(
@@ -123,6 +149,15 @@ def _request_errors(f: LevelFacts) -> list[Reason]:
             f.concurrency,
         )
     ]
+
+
+def empty_5xx_said(empty: int, on_bad_words: int) -> str:
+    """What 5xx answers with an empty message are, and how to see their real error."""
+    text = f"{empty} 5xx answer(s) had an empty message"
+    if on_bad_words:
+        text += (f", {on_bad_words} of them on requests with bad_words (vLLM answers so when the tokenizer call "
+                 "of its bad_words path raises)")
+    return text + ": start the server with --enable-log-requests (and give --log) to see the real error"
 
 
 def decide(f: RunFacts) -> tuple[Verdict, list[Reason], list[Check], list[str]]:
@@ -201,35 +236,64 @@ def _cross_level_repeats(levels: list[LevelResult], reasons: list[Reason]) -> li
 
 
 def _checks(f: RunFacts, reasons: list[Reason]) -> list[Check]:
+    """Each check, and what it compared: a check that compared nothing is not-run, never passed."""
     if f.could_not_run is not None:
         return [Check(name, CheckState.NOT_RUN, "the run could not happen") for name in CheckName]
     codes = {r.code for r in reasons}
     checks = [_log_check(f.log, codes)]
-    requests_state = CheckState.FAILED if ReasonCode.REQUEST_ERRORS in codes else CheckState.PASSED
-    if not f.levels:
-        requests_state = CheckState.NOT_RUN
-    checks.append(Check(CheckName.REQUESTS, requests_state, "every valid request got a 2xx"))
-    repeats = [r for lvl in f.levels for r in lvl.summary.repeats.values()]
-    if ReasonCode.PROMPT_TOKENS_MISMATCH in codes:
-        checks.append(
-            Check(CheckName.PROMPT_TOKENS, CheckState.FAILED, "identical requests counted differently")
-        )
-    elif repeats and any(r.prompt_tokens for r in repeats):
-        checks.append(Check(CheckName.PROMPT_TOKENS, CheckState.PASSED, "identical requests consistent"))
+    valid = sum(lvl.summary.valid for lvl in f.levels)
+    failed = sum(lvl.summary.errors - lvl.summary.failed_for(Fault.WORKLOAD) for lvl in f.levels)
+    if ReasonCode.REQUEST_ERRORS in codes:
+        checks.append(Check(CheckName.REQUESTS, CheckState.FAILED, f"{failed} of {valid} valid requests failed"))
+    elif not valid:
+        checks.append(Check(CheckName.REQUESTS, CheckState.NOT_RUN, "no valid request was sent"))
     else:
-        checks.append(
-            Check(
-                CheckName.PROMPT_TOKENS,
-                CheckState.NOT_RUN,
-                "the server returned no usage.prompt_tokens: identical requests could not be compared",
-            )
-        )
+        within = f" ({failed} failed, within the max error rate {f.max_error_rate:.2%})" if failed else ""
+        checks.append(Check(CheckName.REQUESTS, CheckState.PASSED,
+                            f"{valid - failed} of {valid} valid requests got a 2xx{within}"))
+    checks.append(_prompt_tokens_check(f.levels, codes))
+    vectors = _vectors_check(f.levels, codes)
+    if vectors is not None:
+        checks.append(vectors)
     if not f.health_watched:
         checks.append(Check(CheckName.HEALTH, CheckState.NOT_RUN, "the health endpoint answered 404"))
+    elif f.health_failed or ReasonCode.ENGINE_DEAD in codes:
+        checks.append(Check(CheckName.HEALTH, CheckState.FAILED, "engine death, or health stopped answering"))
+    elif f.health_polls == 0:
+        checks.append(Check(CheckName.HEALTH, CheckState.NOT_RUN, "the health endpoint was never polled"))
     else:
-        state = CheckState.FAILED if f.health_failed or ReasonCode.ENGINE_DEAD in codes else CheckState.PASSED
-        checks.append(Check(CheckName.HEALTH, state, "no engine death, health kept answering"))
+        checks.append(Check(CheckName.HEALTH, CheckState.PASSED,
+                            f"no engine death, health answered {f.health_polls} poll{'s' if f.health_polls != 1 else ''}"))
     return checks
+
+
+def _prompt_tokens_check(levels: list[LevelResult], codes: set[ReasonCode]) -> Check:
+    repeats = [r for lvl in levels for r in lvl.summary.repeats.values()]
+    if ReasonCode.PROMPT_TOKENS_MISMATCH in codes:
+        return Check(CheckName.PROMPT_TOKENS, CheckState.FAILED, "identical requests counted differently")
+    compared = sum(r.compared for r in repeats)
+    if not compared:
+        return Check(CheckName.PROMPT_TOKENS, CheckState.NOT_RUN,
+                     "the server returned no usage.prompt_tokens for identical requests: nothing to compare")
+    keys = len({key for lvl in levels for key, r in lvl.summary.repeats.items() if r.compared})
+    referenced = sum(r.compared for r in repeats if r.reference is not None)
+    return Check(CheckName.PROMPT_TOKENS, CheckState.PASSED,
+                 f"{compared} answers to {keys} identical requests agreed on usage.prompt_tokens "
+                 f"({referenced} of them compared with the same request sent alone)")
+
+
+def _vectors_check(levels: list[LevelResult], codes: set[ReasonCode]) -> Check | None:
+    """None where no pooling answer's vectors came back to compare (a chat server): not a check it has."""
+    repeats = [r for lvl in levels for r in lvl.summary.repeats.values()]
+    compared = sum(r.vectors_compared for r in repeats)
+    if ReasonCode.VECTOR_MISMATCH in codes:
+        differing = sum(r.vectors_differing for r in repeats)
+        return Check(CheckName.VECTORS, CheckState.FAILED,
+                     f"{differing} of {compared} vectors of identical requests beyond {VECTOR_TOLERANCE:g}")
+    if not compared:
+        return None
+    return Check(CheckName.VECTORS, CheckState.PASSED,
+                 f"{compared} vectors of identical requests within {VECTOR_TOLERANCE:g} of their reference")
 
 
 def _log_check(log: LogState, codes: set[ReasonCode]) -> Check:

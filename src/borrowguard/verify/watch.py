@@ -138,15 +138,17 @@ class LogWatch:
             self.drain()
             await asyncio.sleep(0.05)
 
-    def drain(self, limit: int = 5000) -> None:
-        for _ in range(limit):
+    def drain(self, limit: int = 5000) -> int:
+        """Scan up to `limit` queued lines; the number scanned."""
+        for n in range(limit):
             try:
                 source, line = self._queue.get_nowait()
             except queue.Empty:
-                return
+                return n
             self.lines += 1
             for hit in self._scanner.feed(line.rstrip("\r\n"), source=source):
                 self._record(hit)
+        return limit
 
     def _record(self, hit: Hit) -> None:
         self.counts[hit.id] += 1
@@ -158,14 +160,19 @@ class LogWatch:
         if self.on_finding is not None:
             self.on_finding(finding)
 
-    def stop(self, settle: float = 0.5) -> None:
-        """Stop following after a last read (lines written just before the end still count)."""
+    def stop(self, quiet: float = 1.0, longest: float = 5.0) -> None:
+        """Stop following once the sources have been quiet for `quiet` seconds (at most `longest`): lines the
+        server wrote just before the end still count, though a log command (`tail -F`, `kubectl logs -f`) hands
+        them on late, the later the busier the machine."""
         if self._scanner is None or self._follower is None:
             return
-        deadline = time.monotonic() + settle
-        while time.monotonic() < deadline and self._follower.alive:
-            self.drain()
+        now = time.monotonic()
+        last_line, give_up = now, now + longest
+        while now < give_up and now - last_line < quiet and self._follower.alive:
+            if self.drain():
+                last_line = time.monotonic()
             time.sleep(0.05)
+            now = time.monotonic()
         self._follower.stop(timeout=2)
         self.drain(limit=1_000_000)
         # A traceback still open at the end (the server was killed inside it) counts as cut off.

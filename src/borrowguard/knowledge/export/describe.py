@@ -38,6 +38,18 @@ class Entry:
     references: tuple[Reference, ...]
     related: tuple[str, ...]
     referenced_by: tuple[str, ...]
+    kind: str = "other"
+    leads_to: tuple[str, ...] = ()
+    """Findings it causes (scan's causal chain)."""
+    leads_to_when_traced: tuple[str, ...] = ()
+    """Findings it causes only when their own traceback runs through its frames."""
+    advice: str | None = None
+    answers: tuple[str, ...] = ()
+    """Texts by which it shows in an HTTP answer's error message (verify's fault classification)."""
+    exposed_by: tuple[str, ...] = ()
+    """Request features without which it cannot happen (verify's race exposure)."""
+    attribution: tuple[str, ...] = ()
+    """Per log signature with a context table: how scan decides whose error the matched line is."""
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(self)  # type: ignore[no-any-return]
@@ -64,7 +76,42 @@ def describe(kb: KnowledgeBase, problem: Problem) -> Entry:
         references=tuple(reference(r) for r in problem.references),
         related=problem.related,
         referenced_by=tuple(p.id for p in kb if problem.id in p.related),
+        kind=str(problem.kind.value),
+        leads_to=problem.leads_to,
+        leads_to_when_traced=problem.leads_to_when_traced,
+        advice=problem.advice,
+        answers=problem.answers,
+        exposed_by=problem.exposed_by,
+        attribution=tuple(
+            attribution(raw["context"]) for raw in problem.signatures if isinstance(raw.get("context"), Mapping)
+        ),
     )
+
+
+def attribution(context: Mapping[str, Any]) -> str:
+    """A signature's `[problem.signature.context]` table as one sentence: whose error a matched line is."""
+    reach = context.get("reach", 200)
+    parts = []
+    if context.get("tokenizer"):
+        parts.append(
+            "this problem (high confidence) when its traceback's innermost frames or source line, its own line "
+            f"or a line of the same process within {reach} lines names {_any(context['tokenizer'])}"
+        )
+    if context.get("code"):
+        parts.append(f"the same when a quoted source line of its traceback matches {_any(context['code'])}")
+    if context.get("answer"):
+        parts.append(f"the same when its own line is an HTTP answer matching {_any(context['answer'])}")
+    others = context.get("others") or {}
+    if others:
+        libraries = ", ".join(f"{name} ({_any(lits)})" for name, lits in others.items())
+        parts.append(
+            f"not this problem but {context.get('elsewhere')} when the nearest evidence names another library: "
+            f"{libraries}"
+        )
+    if context.get("quoted"):
+        parts.append(f"not an occurrence when it is source code quoting the words ({_any(context['quoted'])})")
+    parts.append(f"with no such context at all: {context.get('bare', 'low')} confidence")
+    return "Whose error it is, by its context: " + "; ".join(parts)
 
 
 def reference(text: str) -> Reference:
@@ -104,6 +151,10 @@ def signature(raw: Mapping[str, Any]) -> str:
             "; not counted when cut before its exception line" if cut == "none"
             else f"; when cut before its exception line: {cut} confidence"
         )
+        if cut != "none" and raw.get("cut_inside"):
+            text += f", only when its last frame matches {_any(raw['cut_inside'])}"
+        if cut != "none" and raw.get("cut_not_at"):
+            text += f", never when its innermost call matches {_any(raw['cut_not_at'])}"
     else:
         text = f"a log line matching {_any(raw.get('message', ()))}{sure}"
     if raw.get("exclude"):

@@ -49,7 +49,8 @@ def query(rule: LineRule, field: str) -> dict[str, Any]:
     for sig in rule.signatures:
         clause: dict[str, Any] = {"filter": [{"regexp": {field: {"value": anywhere(sig.message)}}}]}
         if sig.exclude:
-            clause["must_not"] = [{"regexp": {field: {"value": anywhere(sig.exclude)}}}]
+            # one regexp per exclusion: joined, the attribution's exclusions pass Lucene's 10,000-state limit
+            clause["must_not"] = [{"regexp": {field: {"value": anywhere((x,))}}} for x in sig.exclude]
         clauses.append(clause)
     body = clauses[0] if len(clauses) == 1 else {"should": [{"bool": c} for c in clauses], "minimum_should_match": 1}
     return {"bool": {**body, "_name": rule.problem.id}}
@@ -65,6 +66,7 @@ def export(kb: KnowledgeBase, engine: str, field: str, window: str, command: str
             "severity": str(rule.problem.severity),
             "runbook": f"borrowguard explain {rule.problem.id}",
             "query": query(rule, field),
+            **({"attribution": " ".join(notes)} if (notes := [s.attribution for s in rule.signatures if s.attribution]) else {}),
         }
         for rule in p.rules
     ]

@@ -9,6 +9,7 @@ listed, with the reason, as "needs borrowguard scan": a weaker rule would be a w
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,8 @@ class LineSignature:
     exclude: tuple[str, ...]
     python: tuple[str, ...]
     """The original (Python) message regexes, for comments and docs."""
+    attribution: str | None = None
+    """For a signature with a context table: what of scan's attribution the line rule carries."""
 
 
 @dataclass(frozen=True)
@@ -97,11 +100,37 @@ def _strings(value: Any) -> tuple[str, ...]:
 def _line_signature(index: int, raw: Mapping[str, Any], convert: Callable[[str], str]) -> LineSignature:
     message = _strings(raw.get("message"))
     exclude = _strings(raw.get("exclude"))
+    context = raw.get("context")
+    note = None
+    if isinstance(context, Mapping):
+        # What one line can carry of scan's attribution: a line that itself names another library is that
+        # library's error (scan: the `elsewhere` finding), source code quoting the words is no occurrence.
+        # The rest needs the lines around it (frames, the same process's lines): scan's, not a line rule's.
+        others = context.get("others") or {}
+        exclude += tuple(re.escape(lit) for lits in others.values() for lit in _strings(lits))
+        exclude += _strings(context.get("quoted"))
+        note = attribution_note(context)
     return LineSignature(
         index=index,
         message=tuple(convert(p) for p in message),
         exclude=tuple(convert(p) for p in exclude),
         python=message,
+        attribution=note,
+    )
+
+
+def attribution_note(context: Mapping[str, Any]) -> str:
+    """What a line rule of a signature with a context table does, and what it leaves to scan."""
+    others = ", ".join(str(name) for name in (context.get("others") or {}))
+    text = "one line only: "
+    if others:
+        text += f"a line naming another library ({others}) is left out (scan: {context.get('elsewhere')}), "
+    if context.get("quoted"):
+        text += "so is source code quoting the words, "
+    return text + (
+        f"any other line counts at {context.get('bare', 'low')} confidence; scan decides by the context "
+        "(traceback frames, the lines around it) and raises it to high when that names the tokenizer, "
+        "or attributes it elsewhere"
     )
 
 
@@ -131,8 +160,12 @@ def header(p: Plan, command: str, engine: str) -> list[str]:
         "Explain a finding: borrowguard explain ID",
         "What a line rule does not do that scan does:",
         *(f"  - {item}" for item in NOT_DONE),
-        "Needs borrowguard scan (not expressible as one line regex):",
     ]
+    for r in p.rules:
+        for sig in r.signatures:
+            if sig.attribution is not None:
+                lines.append(f"Attribution of {r.problem.id} #{sig.index + 1}: {sig.attribution}")
+    lines.append("Needs borrowguard scan (not expressible as one line regex):")
     grouped: dict[tuple[str, str], list[str]] = {}
     for s in p.scan_only:
         grouped.setdefault((s.problem_id, s.why), []).append(f"#{s.index + 1}")

@@ -104,6 +104,7 @@ def rule_group(kb: KnowledgeBase, selector: str, window: str, command: str) -> s
                 "summary": _template_safe(problem.title),
                 "description": _template_safe(first) + f" Matching log lines in the last {window}: {{{{ $value }}}}.",
                 "runbook": f"borrowguard explain {problem.id}",
+                **({"attribution": _template_safe(note)} if (note := _attribution(rule)) else {}),
             },
         })
     comments = [
@@ -111,3 +112,9 @@ def rule_group(kb: KnowledgeBase, selector: str, window: str, command: str) -> s
         "Load it into Loki's ruler (its rule storage or /loki/api/v1/rules); the expressions are LogQL, not PromQL.",
     ]
     return _yaml.dump({"groups": [{"name": "borrowguard", "rules": rules}]}, comments)
+
+
+def _attribution(rule: LineRule) -> str | None:
+    """What of scan's attribution by context the rule carries (see lines.attribution_note)."""
+    notes = [sig.attribution for sig in rule.signatures if sig.attribution]
+    return " ".join(notes) or None

@@ -57,12 +57,25 @@ def entry(e: Entry) -> list[str]:
         prose(e.explanation),
         "",
     ]
+    out += [f"Kind: {prose(e.kind)}", ""]
     if e.logs:
         out += ["How it shows in logs:", ""]
         for i, text in enumerate(e.logs, 1):
             rule = " *(also exported as a line rule)*" if i in e.line_rules else ""
             out.append(f"- {text}{rule}")
         out.append("")
+    for text in e.attribution:
+        out += [text + ".", ""]
+    if e.answers:
+        out += [f"How it shows in an HTTP answer: an error message containing {' or '.join(code(a) for a in e.answers)}", ""]
+    if e.exposed_by:
+        out += [f"Only with requests that carry: {', '.join(code(x) for x in e.exposed_by)}", ""]
+    if e.leads_to or e.leads_to_when_traced:
+        chain = [_link(x) for x in e.leads_to]
+        chain += [f"{_link(x)} (only when its own traceback runs through this one's frames)" for x in e.leads_to_when_traced]
+        out += [f"Leads to: {', '.join(chain)}", ""]
+    if e.advice:
+        out += [f"When it is the root of what was found: {prose(e.advice)}", ""]
     if e.versions:
         out += ["Which versions and settings:", "", *(f"- {prose(v)}" for v in e.versions), ""]
     if e.remedies:

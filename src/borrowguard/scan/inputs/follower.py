@@ -102,13 +102,16 @@ class Follower:
     def alive(self) -> bool:
         return any(t.is_alive() for t in self._threads)
 
-    def wait(self) -> None:
+    def wait(self, on_tick: Callable[[], None] | None = None) -> None:
         """Until every source has ended or the stop is set (then each gets `stop()`'s time). Joined in short
-        steps, so that a signal reaches the waiting thread."""
+        steps, so that a signal reaches the waiting thread; `on_tick` is called after each step (scan
+        decides there the lines of a quiet log that wait for their context)."""
         try:
             while self.alive:
                 for t in self._threads:
                     t.join(timeout=0.2)
+                if on_tick is not None:
+                    on_tick()
         finally:
             self.stop()
 

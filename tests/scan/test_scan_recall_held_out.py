@@ -1,0 +1,56 @@
+"""The third set (tests/fixtures/logs/real-world-3/): excerpts collected after issue 22's rules were written.
+
+31 excerpts from public threads whose sources are in neither earlier set (embedding, reranking and NER
+services, PyO3 borrow errors of other libraries, Rust RefCell panics, CUDA OOMs, an SGLang scheduler death,
+TEI answers), labelled from their threads and committed (f998f12) before scan ever ran on them. Where the
+corpus holds a thread's error cut short, the excerpt is kept only when it still reaches the error's own
+lines (for the race: the tokenizer's frames); its header says so.
+
+Measured as collected: precision 0.92, recall 0.65. Then two real classes were learned (said here, so this
+set is no longer held out for them): SGLang's scheduler death ("Scheduler hit an exception", "Received
+sigquit from a child process") and PyO3's own vocabulary (`pyclass`) naming another library's borrow error.
+That gives 1.00 / 0.76. The misses left are three tokenizer tracebacks cut before their exception with no
+thread frames (they read exactly like the TypeError pastes of the near-miss sets) and a client printing a
+413: neither is learnable without false alarms.
+
+    python bench/scan_recall.py --set held-out --verbose
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_scan_recall import CASES, Case, bulk, cases, found, line_by_line
+
+HELD_OUT = cases("real-world-3")
+AS_COLLECTED = (0.92, 0.65)
+NOW = (1.0, 0.76)
+
+
+def _thread(source: str) -> str:
+    return source.split()[0]
+
+
+def test_the_set_is_big_enough_cited_and_new() -> None:
+    earlier = {_thread(c.source) for c in (*CASES, *cases("real-world-2"))}
+    assert len(HELD_OUT) >= 30
+    for case in HELD_OUT:
+        assert case.source.split()[-1].startswith("https://"), case.path.name
+        assert _thread(case.source) not in earlier, f"{case.path.name}: its source is already in an earlier set"
+        assert (case.path.parent.name == "positive") == bool(case.expect), case.path.name
+        assert not case.reject & set(case.expect), case.path.name
+
+
+@pytest.mark.parametrize("case", HELD_OUT, ids=lambda c: f"{c.path.parent.name}/{c.path.name}")
+def test_both_read_paths_agree(case: Case) -> None:
+    assert found(bulk(case)) == found(line_by_line(case))
+
+
+def test_precision_and_recall_do_not_fall_below_what_was_measured() -> None:
+    tp = fp = fn = 0
+    for case in HELD_OUT:
+        got = set(found(bulk(case)))
+        tp += len(got & set(case.expect))
+        fn += len(set(case.expect) - got)
+        fp += len(got - set(case.expect))
+    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    assert round(precision, 2) >= NOW[0] and round(recall, 2) >= NOW[1], (precision, recall)
