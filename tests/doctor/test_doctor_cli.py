@@ -190,12 +190,12 @@ def test_deep_says_what_torch_there_is() -> None:
     assert result.exit_code == 0
     notes = json.loads(result.output)["notes"]
     if importlib.util.find_spec("torch") is None:
-        assert "--deep: torch is not installed; nothing more to ask" in notes
+        assert "deep check: torch is not installed; nothing more to ask" in notes
         return
     import torch
 
-    deep = [n for n in notes if n.startswith("--deep: ")]
-    assert deep[0].startswith(f"--deep: torch {torch.__version__}"), deep
+    deep = [n for n in notes if n.startswith("deep check: ")]
+    assert deep[0].startswith(f"deep check: torch {torch.__version__}"), deep
     if torch.version.cuda is None:
         assert "a CPU build: no CUDA, no NCCL" in deep[0] and not any("failed" in n for n in deep), deep
 

@@ -14,7 +14,7 @@ import click
 
 from borrowguard._version import __version__
 from borrowguard.cli._common import silence_stdout
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError, UserInputError
 from borrowguard.exit_codes import ExitCode
 
 # name -> (module, attribute, one-line help). The help is here so `--help` needs no imports.
@@ -128,6 +128,8 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> Any:
     try:
         return cli.main(args=argv, prog_name="borrowguard", standalone_mode=True)
+    except ConfigError as exc:  # the library names its setting; here it is the flag that set it
+        _fail(exc.said_as("--" + exc.setting.replace("_", "-")))
     except UserInputError as exc:  # a user mistake is a message, never a traceback
         _fail(str(exc))
     except ModuleNotFoundError as exc:

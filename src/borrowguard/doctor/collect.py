@@ -260,7 +260,7 @@ print(json.dumps(out))
 def _deepen(snapshot: Snapshot) -> Snapshot:
     """Ask torch itself, in a child process, which CUDA and NCCL it runs with."""
     if not snapshot.version("torch"):
-        return snapshot.with_notes("--deep: torch is not installed; nothing more to ask")
+        return snapshot.with_notes("deep check: torch is not installed; nothing more to ask")
     try:
         proc = subprocess.run(
             [sys.executable, "-c", _DEEP_SCRIPT],
@@ -271,22 +271,22 @@ def _deepen(snapshot: Snapshot) -> Snapshot:
         )
         info: Any = json.loads(proc.stdout.strip().splitlines()[-1]) if proc.stdout.strip() else {}
     except subprocess.TimeoutExpired:
-        return snapshot.with_notes(f"--deep: importing torch took longer than {DEEP_TIMEOUT_S:.0f} s")
+        return snapshot.with_notes(f"deep check: importing torch took longer than {DEEP_TIMEOUT_S:.0f} s")
     except (OSError, ValueError) as exc:
-        return snapshot.with_notes(f"--deep: could not ask torch: {exc}")
+        return snapshot.with_notes(f"deep check: could not ask torch: {exc}")
     if not isinstance(info, dict) or "error" in info:
-        return snapshot.with_notes(f"--deep: torch failed: {clean(str(info.get('error', info)))}")
+        return snapshot.with_notes(f"deep check: torch failed: {clean(str(info.get('error', info)))}")
     cuda = dict(snapshot.cuda)
     if info.get("cuda"):
         cuda["torch_runtime"] = clean(str(info["cuda"]))
     build = "" if info.get("cuda") else " (a CPU build: no CUDA, no NCCL)"
-    notes = [f"--deep: torch {clean(str(info.get('torch')))}{build}, CUDA available: {info.get('cuda_available')}"]
+    notes = [f"deep check: torch {clean(str(info.get('torch')))}{build}, CUDA available: {info.get('cuda_available')}"]
     nccl_version, nccl_source = snapshot.nccl_version, snapshot.nccl_source
     if info.get("nccl"):
         # What torch reports is what it actually loaded: it wins over metadata.
         nccl_version, nccl_source = clean(str(info["nccl"])), "torch.cuda.nccl.version()"
     elif info.get("nccl_error"):
-        notes.append(f"--deep: torch.cuda.nccl.version() failed: {clean(str(info['nccl_error']))}")
+        notes.append(f"deep check: torch.cuda.nccl.version() failed: {clean(str(info['nccl_error']))}")
     gpus = tuple(clean(str(g)) for g in info.get("gpus") or ()) or snapshot.gpus
     return replace(
         snapshot, cuda=MappingProxyType(cuda), nccl_version=nccl_version, nccl_source=nccl_source, gpus=gpus

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from borrowguard._compat import StrEnum
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError, UserInputError
 from borrowguard.race import HammerResult, hammer, make_calls, make_processor, reference
 
 __all__ = [
@@ -235,16 +235,16 @@ def _run_passes(
         if results[name].verdict == INCONCLUSIVE:
             overlapped = "" if result.concurrent else ", none of them overlapping another thread's"
             notes.append(f"the {name} pass made only {result.calls} clean calls{overlapped}; "
-                         "give more --seconds (and --threads above 1) for a verdict")
+                         "give it more seconds (and more than one thread) for a verdict")
     return results
 
 
 def _check(threads: int, seconds: float) -> None:
     if not 1 <= threads <= MAX_THREADS:
-        raise UserInputError(f"--threads must be between 1 and {MAX_THREADS}, got {threads}")
+        raise ConfigError("threads", f"{{}} must be between 1 and {MAX_THREADS}, got {threads}")
     if not MIN_SECONDS <= seconds <= MAX_SECONDS:
         bounds = f"{MIN_SECONDS:g} and {MAX_SECONDS:g}"
-        raise UserInputError(f"--seconds must be between {bounds}, got {seconds:g}")
+        raise ConfigError("seconds", f"{{}} must be between {bounds}, got {seconds:g}")
 
 
 def _tokenizer_dir(tokenizer: str | Path | None) -> Path:
@@ -254,9 +254,9 @@ def _tokenizer_dir(tokenizer: str | Path | None) -> Path:
         return tokenizer_path()
     path = Path(tokenizer).expanduser()
     if not path.is_dir():
-        raise UserInputError(f"--tokenizer {tokenizer}: not a directory (give a local tokenizer directory)")
+        raise ConfigError("tokenizer", "{} ", detail=f"{tokenizer}: not a directory (give a local tokenizer directory)")
     if not any((path / name).is_file() for name in ("tokenizer.json", "tokenizer_config.json")):
-        raise UserInputError(f"--tokenizer {tokenizer}: no tokenizer.json or tokenizer_config.json in it")
+        raise ConfigError("tokenizer", "{} ", detail=f"{tokenizer}: no tokenizer.json or tokenizer_config.json in it")
     return path
 
 
@@ -270,9 +270,9 @@ def _loader(path: Path, *, processor: bool, vllm: bool) -> Callable[[], Any]:
         try:
             return make_processor(load_tokenizer())
         except ValueError as exc:
-            raise UserInputError(f"--processor: {exc}") from None
+            raise ConfigError("processor", "{}: ", detail=str(exc)) from None
         except ImportError as exc:
-            raise UserInputError(f"--processor needs transformers and Pillow: {exc}") from None
+            raise ConfigError("processor", "{} needs transformers and Pillow: ", detail=str(exc)) from None
 
     return load_processor
 
@@ -298,7 +298,7 @@ def _vllm_loader(path: Path) -> Callable[[], Any]:
     try:
         importlib.import_module("vllm")
     except ImportError:
-        raise UserInputError("--vllm: vLLM is not installed in this environment") from None
+        raise ConfigError("vllm", "{}: vLLM is not installed in this environment") from None
     get_tokenizer = None
     for module in ("vllm.tokenizers", "vllm.transformers_utils.tokenizer"):
         try:
@@ -307,7 +307,7 @@ def _vllm_loader(path: Path) -> Callable[[], Any]:
         except (ImportError, AttributeError):
             continue
     if get_tokenizer is None:
-        raise UserInputError("--vllm: this vLLM version has no get_tokenizer() that borrowguard knows")
+        raise ConfigError("vllm", "{}: this vLLM version has no get_tokenizer() that borrowguard knows")
 
     def load() -> Any:
         return get_tokenizer(str(path), trust_remote_code=False)

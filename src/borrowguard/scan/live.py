@@ -80,7 +80,7 @@ def _add_inputs(
             follower.add(name, "stream", read_once)
         elif kind == "gzip" and from_end:
             skipped.append(name)
-            report.note(f"skipped {name}: gzip-compressed (a rotated log); --from-end skips what files hold")
+            report.note(f"skipped {name}: gzip-compressed (a rotated log); following from the end skips what files hold")
         elif kind == "gzip":
             report.note(f"{name}: gzip-compressed (a rotated log): read once, decompressed, not followed")
             follower.add(name, "stream", read_once)

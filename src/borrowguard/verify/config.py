@@ -14,34 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from borrowguard._text import display_url, without_password
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError
 from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, ScenarioSettings
 
 DEFAULT_HEALTH_PATH = "/health"
 DEFAULT_DURATION = 30.0  # seconds per level, unless a request count bounds the run
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]+")  # visible ASCII: what a bearer token can be
-
-
-class ConfigError(UserInputError):
-    """A setting out of range, or settings that do not go together.
-
-    `setting` is the VerifyConfig field; `template` says the problem with `{}` where the setting's name
-    goes, so that a front end can name it its own way (`said_as("--concurrency")`).
-    """
-
-    def __init__(self, setting: str, template: str, target: str | None = None, detail: str = "") -> None:
-        self.setting = setting
-        self.template = template
-        self.detail = detail  # said after the template as it is (it may quote the user's text, braces too)
-        self.target = target  # the fleet target whose settings these are
-        super().__init__(self.said_as(setting))
-
-    def said_as(self, name: str) -> str:
-        text = self.template.format(name) + self.detail
-        return f"target {self.target}: {text}" if self.target else text
-
-    def for_target(self, target: str) -> ConfigError:
-        return ConfigError(self.setting, self.template, target, self.detail)
 
 
 @dataclass(frozen=True)

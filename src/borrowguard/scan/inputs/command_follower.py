@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError, UserInputError
 from borrowguard.scan.inputs.long_lines import long_lines_note
 from borrowguard.scan.inputs.readers import READ_SIZE, LineSplitter
 from borrowguard.scan.normalize import decode
@@ -157,7 +157,7 @@ def command_argv(command: str | Sequence[str]) -> list[str]:
     except ValueError as exc:
         raise UserInputError(f"cannot parse the command {command!r}: {exc}") from None
     if not argv:
-        raise UserInputError('--follow-cmd needs a command, e.g. "docker logs -f vllm"')
+        raise ConfigError("follow_cmd", '{} needs a command, e.g. "docker logs -f vllm"')
     if shutil.which(argv[0]) is None:
         raise UserInputError(f"command not found: {argv[0]}")
     return argv
