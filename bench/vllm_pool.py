@@ -10,7 +10,9 @@ process (so RSS is its own) on DeepSeek V4's tokenizer.json (129k vocab), interl
   pool        vLLM's own `maybe_make_thread_pool(tokenizer, copies)` (its renderer passes workers + 1), unguarded
   guard       the same call site with the plugin in place: `vllm.tokenizers.hf.maybe_make_thread_pool` is
               the plugin's replacement, which protects the tokenizer and marks it thread-safe (no copies)
-  pool+guard  BORROWGUARD_VLLM_POOL=keep: vLLM's pool with the guard installed (does the guard add cost?)
+  pool+guard  vLLM's pool with the guard installed over every copy (keep mode before it stepped aside)
+  keep        BORROWGUARD_VLLM_POOL=keep as the plugin does it: vLLM's pool, the guard installed, and its
+              copies marked exclusive, so the guard steps aside for them (does the guard still add cost?)
 
 Each thread calls the pool-routed methods with texts of 50-800 words: `__call__` with per-call truncation
 (32-1024 tokens) and without, `encode`, `apply_chat_template` with tools, `decode`. Printed per thread
@@ -39,7 +41,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
-ARMS = ("pool", "guard", "pool+guard")
+ARMS = ("pool", "guard", "pool+guard", "keep")
 STEADY_GOAL, STEADY_GOAL_AT_8, MAX_LATENCY_GOAL, RSS_GOAL = 1.0, 1.15, 0.1, 0.1
 
 
@@ -139,6 +141,12 @@ def run_arm(arm: str, threads: int, first: float, steady: float, copies: int) ->
         assert decision is not None and decision.choice is PoolChoice.REPLACED, decision
     elif arm == "pool+guard":
         borrowguard.install()
+    elif arm == "keep":
+        from borrowguard.integrations._vllm_pool import PoolChoice, decide_and_apply
+
+        borrowguard.install()
+        decision = decide_and_apply({"BORROWGUARD_VLLM_POOL": "keep"})
+        assert decision is not None and decision.choice is PoolChoice.KEPT_BY_SWITCH, decision
     vllm_hf.maybe_make_thread_pool(tok, copies)  # the renderer's call; in the guard arm, the plugin's function
     at_start = len(made)
     start_rss = settled_rss_mb()
@@ -232,6 +240,8 @@ def main() -> int:
     parser.add_argument("--arms", default=",".join(ARMS))
     parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
     parser.add_argument("--json", help="also write every run's figures here")
+    parser.add_argument("--append", type=Path, help="append this command's runs to a JSON-lines file and "
+                        "report the medians over every run in it (one command per repeat stays short)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -247,14 +257,20 @@ def main() -> int:
     arms = [a for a in args.arms.split(",") if a]
     print(f"vllm {vllm.__version__}, transformers {transformers.__version__}, tokenizers {tokenizers.__version__},"
           f" {os.cpu_count()} cores; pool copies at start {args.copies}; first {args.first:g} s, steady "
-          f"{args.steady:g} s; medians of {args.repeats} repeats", flush=True)
+          f"{args.steady:g} s; {args.repeats} repeat(s) per command", flush=True)
     runs: list[dict] = []
-    for repeat in range(args.repeats):  # interleaved: drift on a shared machine hits every arm alike
+    if args.append and args.append.exists():
+        runs = [json.loads(line) for line in args.append.read_text(encoding="utf-8").splitlines() if line.strip()]
+    first_repeat = 1 + max((r["repeat"] for r in runs), default=-1)
+    for repeat in range(first_repeat, first_repeat + args.repeats):  # interleaved: drift on a shared machine hits every arm alike
         for threads in counts:
             for arm in arms:
                 row = measure(arm, threads, args)
                 row["repeat"] = repeat
                 runs.append(row)
+                if args.append:
+                    with args.append.open("a", encoding="utf-8") as f:
+                        f.write(json.dumps(row) + "\n")
                 print(f"  [{repeat}] {arm:<10} {threads} threads: steady {row['steady_calls_per_s']:.0f} calls/s, "
                       f"first max {row['first_max_ms']:.0f} ms, +{row['rss_growth_mb']:.0f} MB, copies "
                       f"{row['copies_at_start']}+{row['copies_on_request_path']}", flush=True)
@@ -262,12 +278,13 @@ def main() -> int:
         Path(args.json).write_text(json.dumps(runs, indent=1), encoding="utf-8")
 
     def cell(arm: str, threads: int, key: str) -> float:
-        return statistics.median(r[key] for r in runs if r["arm"] == arm and r["threads"] == threads)
+        return statistics.median([r[key] for r in runs if r["arm"] == arm and r["threads"] == threads]
+                                 or [float("nan")])
 
     def ratio(arm: str, threads: int, key: str) -> float:
         # Per repeat (same run), then the median.
         per = []
-        for repeat in range(args.repeats):
+        for repeat in sorted({r["repeat"] for r in runs}):
             a = [r[key] for r in runs if r["arm"] == arm and r["threads"] == threads and r["repeat"] == repeat]
             b = [r[key] for r in runs if r["arm"] == "pool" and r["threads"] == threads and r["repeat"] == repeat]
             if a and b and b[0]:

@@ -18,6 +18,9 @@ in ${BORROWGUARD_VLLM_CACHE:-~/.cache/borrowguard}/vllm-serve-VERSION (≈8 GB),
 - this repository installed editable with --no-deps (so vLLM sees borrowguard's `vllm.general_plugins`
   entry point), redone when the clone moves.
 
+BORROWGUARD_VLLM_SERVE_VERSION=0.32.0 takes its torch and transformers/tokenizers pair from VERSIONS below,
+with no torchvision and no torchcodec (a text-only server; see there why), and builds with no edit by hand.
+
 A half-built environment is never reused: the marker file is written last and names everything the build
 depended on; any difference rebuilds from scratch. The build takes ≈7 minutes on 2 cores.
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,10 +50,21 @@ import vllm_env as base  # shared helpers: run, requirements_of, python_of, SKIP
 
 REPO = base.REPO
 VLLM_VERSION = os.environ.get("BORROWGUARD_VLLM_SERVE_VERSION", "0.19.1")
-TORCH = os.environ.get("BORROWGUARD_VLLM_SERVE_TORCH", "2.10.0")
-TORCHVISION = os.environ.get("BORROWGUARD_VLLM_SERVE_TORCHVISION", "0.25.0")
-TRANSFORMERS = os.environ.get("BORROWGUARD_VLLM_SERVE_TRANSFORMERS", "4.57.6")
-TOKENIZERS = os.environ.get("BORROWGUARD_VLLM_SERVE_TOKENIZERS", "0.22.2")
+# Versions whose build differs from the defaults below (the environment variables still win): their torch
+# and transformers/tokenizers pair, and vLLM requirements left out. 0.32.0 (the renderer-pool A/B of issue 21,
+# a text-only server): the registry's torchvision has no build that imports beside torch 2.13.0+cpu, and
+# torchcodec needs FFmpeg's libraries; vLLM and transformers check that each is importable before using it,
+# so a text-only server runs without both. "" for torchvision: none is installed.
+VERSIONS: dict[str, dict[str, str]] = {
+    "0.32.0": {"torch": "2.13.0", "torchvision": "", "transformers": "5.19.0", "tokenizers": "0.23.3",
+               "without": "torchvision torchcodec"},
+}
+_PLAN = VERSIONS.get(VLLM_VERSION, {})
+TORCH = os.environ.get("BORROWGUARD_VLLM_SERVE_TORCH", _PLAN.get("torch", "2.10.0"))
+TORCHVISION = os.environ.get("BORROWGUARD_VLLM_SERVE_TORCHVISION", _PLAN.get("torchvision", "0.25.0"))
+TRANSFORMERS = os.environ.get("BORROWGUARD_VLLM_SERVE_TRANSFORMERS", _PLAN.get("transformers", "4.57.6"))
+TOKENIZERS = os.environ.get("BORROWGUARD_VLLM_SERVE_TOKENIZERS", _PLAN.get("tokenizers", "0.22.2"))
+WITHOUT = tuple(_PLAN.get("without", "").split())
 CACHE = base.CACHE
 ENV = CACHE / f"vllm-serve-{VLLM_VERSION}"
 MARKER = ENV / ".borrowguard-ready.json"
@@ -81,8 +96,10 @@ def build_key() -> dict[str, str]:
     if VLLM_VERSION in DERIVED:
         base_version, extras = DERIVED[VLLM_VERSION]
         derived = {"derived_from": base_version, "derived_extra": " ".join(extras)}
+    without = {"without": " ".join(WITHOUT)} if WITHOUT else {}  # absent key: older markers stay valid
     return {
         **derived,
+        **without,
         "vllm": f"{DIST}=={VLLM_VERSION}",
         "torch": TORCH,
         "torchvision": TORCHVISION,
@@ -202,15 +219,18 @@ def build() -> None:
     pip = [py, "-m", "pip", "--disable-pip-version-check", "install", "-q"]
     base.run([*pip, "--upgrade", "pip"])
     # torch first and alone (with its CUDA libraries: the build needs them to import, not to run).
-    base.run([*pip, f"torch=={TORCH}", f"torchvision=={TORCHVISION}"])
+    vision = [f"torchvision=={TORCHVISION}"] if TORCHVISION else []
+    base.run([*pip, f"torch=={TORCH}", *vision])
     wheel = fetch_wheel(py)
     base.run([*pip, "--no-deps", str(wheel)])
     constraints = ENV / "constraints.txt"
     constraints.write_text(
-        f"torch=={TORCH}\ntorchvision=={TORCHVISION}\ntransformers=={TRANSFORMERS}\ntokenizers=={TOKENIZERS}\n",
+        "".join(f"{line}\n" for line in (f"torch=={TORCH}", *vision, f"transformers=={TRANSFORMERS}",
+                                          f"tokenizers=={TOKENIZERS}")),
         encoding="utf-8",
     )
-    reqs = base.requirements_of(wheel, base.python_of(ENV))
+    left_out = re.compile("^(" + "|".join(map(re.escape, WITHOUT)) + ")$") if WITHOUT else None
+    reqs = base.requirements_of(wheel, base.python_of(ENV), also_skip=left_out)
     pins = [f"transformers=={TRANSFORMERS}", f"tokenizers=={TOKENIZERS}"]
     # pip then reports vLLM's torch==X+cpu pin (and torchaudio) as unmet: expected, harmless.
     base.run([*pip, "-c", str(constraints), *reqs, *pins, *EXTRA_TOOLS])

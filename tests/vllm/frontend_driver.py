@@ -384,14 +384,28 @@ class DeepCopies:
         from borrowguard.guard._patch import fast_tokenizer_base
 
         self.count = 0
+        self.made: list[Any] = []  # the copies themselves (the pool keeps them alive anyway)
         base, original = fast_tokenizer_base(), copy.deepcopy
 
         def counting(obj: Any, *args: Any, **kwargs: Any) -> Any:
+            made = original(obj, *args, **kwargs)
             if isinstance(obj, base):
                 self.count += 1
-            return original(obj, *args, **kwargs)
+                self.made.append(made)
+            return made
 
         copy.deepcopy = counting
+
+    def guarded(self) -> int:
+        """How many of the copies a guarded call ran on (the guard keeps state on each backend it served)."""
+        return sum(_served_by_guard(made) for made in self.made)
+
+
+def _served_by_guard(tokenizer: Any) -> bool:
+    from borrowguard.guard._state import existing_state
+
+    backend = tokenizer.__dict__.get("_tokenizer")
+    return backend is not None and existing_state(backend) is not None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -401,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True)
     ap.add_argument("--expected", help="the reference mode's output: compare with it (unguarded, serial)")
     ap.add_argument("--seconds", type=float, default=4.0)
+    ap.add_argument("--min-calls", type=int, default=0, help="the hammer goes on past --seconds until this many")
     ap.add_argument("--workers", type=int, default=1, help="renderer_num_workers (vllm serve's default: 1)")
     args = ap.parse_args(argv)
 
@@ -493,9 +508,12 @@ def main(argv: list[str] | None = None) -> int:
         # cold first calls of 8 threads at once would leave the timed run only a few calls. Judged too.
         first = {c.shape: i for i, c in reversed(list(enumerate(calls)))}
         report["warmup_wrong"] = [calls[i].shape for i in first.values() if run_one(frontend, calls[i]) != expected[i]]
-        result = hammer(frontend, calls, expected, threads=THREADS, seconds=args.seconds)
+        result = hammer(frontend, calls, expected, threads=THREADS, seconds=args.seconds, min_calls=args.min_calls)
         report["hammer"] = result.to_dict()
         report["deep_copies_under_load"] = copies.count - copies_at_start
+        # Keep mode: the guard steps aside for the pool's copies and still serves the shared tokenizer.
+        report["deep_copies_guarded"] = copies.guarded()
+        report["shared_tokenizer_guarded"] = _served_by_guard(tokenizer)
         if saved:
             before, after = list(_from_json(saved["probes_before"])), list(_from_json(saved["probes_after"]))
             if before == after:

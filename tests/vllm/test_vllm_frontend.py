@@ -57,10 +57,14 @@ def reference_file(model_dir: Path, tmp_path: Path) -> Path:
     return tmp_path / "reference.json"
 
 
-def drive(mode: str, model_dir: Path, tmp_path: Path, expected: Path | None = None, **env: str) -> dict:
+def drive(mode: str, model_dir: Path, tmp_path: Path, expected: Path | None = None, *, min_calls: int = MIN_CALLS,
+          **env: str) -> dict:
+    """Run the driver; its hammer goes on past its seconds until `min_calls` calls ran (a busy machine gets
+    more time, never a weaker check: at load 15 four seconds gave 150 calls)."""
     out = tmp_path / f"{mode}.json"
     log = tmp_path / f"{mode}.log"  # vLLM's own log of the run: kept for the failure message
-    cmd = [sys.executable, str(DRIVER), "--mode", mode, "--model-dir", str(model_dir), "--out", str(out)]
+    cmd = [sys.executable, str(DRIVER), "--mode", mode, "--model-dir", str(model_dir), "--out", str(out),
+           "--min-calls", str(min_calls)]
     if expected is not None:
         cmd += ["--expected", str(expected)]
     with log.open("w") as fh:

@@ -66,7 +66,7 @@ def test_without_borrowguard_vllm_builds_its_pool_of_deep_copies(
 ) -> None:
     # The control: the same counter sees vLLM's own copies, and the same mutation check sees the pool miss
     # a runtime add_special_tokens (its copies never get it: vllm-project/vllm#40949's closing note).
-    report = drive("bare", production_dir, tmp_path, production_expected, BORROWGUARD_DISABLE="1")
+    report = drive("bare", production_dir, tmp_path, production_expected, min_calls=0, BORROWGUARD_DISABLE="1")
     [line] = report["plugin_log"]
     assert "disabled by BORROWGUARD_DISABLE" in line, line
     assert report["thread_safe_mark"] is True and "TokenizerPool" in report["tokenizer_class"]
@@ -79,13 +79,21 @@ def test_without_borrowguard_vllm_builds_its_pool_of_deep_copies(
 def test_keep_switch_keeps_vllms_pool_and_says_so(
     production_dir: Path, production_expected: Path, tmp_path: Path
 ) -> None:
-    report = drive("plugin", production_dir, tmp_path, production_expected, BORROWGUARD_VLLM_POOL="keep")
+    # No call-count floor: vLLM's pool deep-copies the 129k tokenizer on the request path (seconds each).
+    report = drive("plugin", production_dir, tmp_path, production_expected, min_calls=0,
+                   BORROWGUARD_VLLM_POOL="keep")
     [line] = report["plugin_log"]
     assert "tokenizer guard installed" in line and "renderer pool kept (BORROWGUARD_VLLM_POOL=keep)" in line, line
     assert "TokenizerPool" in report["tokenizer_class"]
     assert report["deep_copies_at_start"] == WORKERS + 1
-    # The pool's copies are exclusive; the paths it never covered run on the shared, guarded tokenizer.
+    # The pool's copies are exclusive (one thread at a time): the guard steps aside for them, at start and
+    # on the request path, while the paths vLLM never routes to them (tokenize, encode_plus, _tokenizer) run
+    # on the shared tokenizer, still guarded. Every call exact against the unguarded serial reference.
+    assert report["deep_copies_guarded"] == 0, report
+    assert report["shared_tokenizer_guarded"] is True, report
     hammer = report["hammer"]
+    assert hammer["calls"] > 0 and report["deep_copies_at_start"] + report["deep_copies_under_load"] > 0, hammer
+    assert report["warmup_wrong"] == []
     assert hammer["exceptions"] == {}, hammer["examples"]
     assert hammer["wrong_outputs"] == {}, hammer["examples"]
 

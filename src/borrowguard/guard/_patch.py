@@ -8,6 +8,10 @@
 - Runtime mutations (`_add_tokens`, `update_post_processor`) run on a private copy of the backend, which
   then replaces it: calls in flight finish on the old backend, calls that start afterwards see the change,
   and no shared backend is ever written while another thread reads it.
+- An object that lends exclusive copies of itself (vLLM's renderer pool, see `integrations._vllm_pool`)
+  has its lending methods wrapped in a lending scope: while one runs, in that thread, guarded calls on any
+  other instance (the copy it lent, which no other thread holds) skip the guard, since nothing can race
+  there and a scope would only add cost. The lender itself stays guarded.
 """
 
 from __future__ import annotations
@@ -62,11 +66,15 @@ class BackendSlot:
 
 def _entry(self: Any) -> tuple[dict[int, Any], int, Any] | None:
     """This thread's scopes, the instance's key and its current backend; None when no scope should open
-    (an entry point nested in another for the same instance, or an instance not initialised yet)."""
+    (an entry point nested in another for the same instance, an instance not initialised yet, or a copy
+    lent to this thread alone)."""
     scopes = _scopes()
     key = id(self)
     backend = self.__dict__.get("_tokenizer")
     if key in scopes or backend is None:
+        return None
+    lender = getattr(_tls, "lender", None)
+    if lender is not None and lender != key:  # a copy lent to this thread alone: nothing to guard
         return None
     return scopes, key, current_backend(backend)
 
@@ -90,6 +98,23 @@ def call_scope(method: Callable[..., Any]) -> Callable[..., Any]:
 
     setattr(guarded, _GUARD_MARK, method)
     return guarded
+
+
+def lending_scope(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Run `method` (which borrows an exclusive copy of `self` and calls it) with the guard stepping aside,
+    in this thread, for every instance but `self`."""
+
+    @functools.wraps(method)
+    def lending(self: Any, *args: Any, **kwargs: Any) -> Any:
+        previous = getattr(_tls, "lender", None)
+        _tls.lender = id(self)
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            _tls.lender = previous
+
+    setattr(lending, _GUARD_MARK, method)
+    return lending
 
 
 # Mutations are rare; one lock for all of them keeps two of them from both copying the same backend.

@@ -14,7 +14,14 @@ Facts about vLLM (read from every release 0.21.0 → 0.32.0; the shape did not c
 With the guard installed, one shared tokenizer is exact from any number of threads, so the plugin puts
 `guard_instead_of_pool` where vLLM's function was: the renderer's tokenizer is protected and marked with
 vLLM's mixin (vLLM then treats it as thread-safe), and no deep copy is ever made. When vLLM's shape is not
-the one above, vLLM's pool is kept and the plugin says why. `BORROWGUARD_VLLM_POOL=keep` keeps the pool.
+the one above, vLLM's pool is kept and the plugin says why. `BORROWGUARD_VLLM_POOL=keep` keeps the pool,
+and then the guard steps aside for the pool's copies: vLLM lends each copy to one thread at a time, so a
+guard scope there is pure cost (measured in bench/vllm_pool.py, arms pool+guard and keep).
+`keep_pool_with_exclusive_copies` wraps vLLM's function: after vLLM has built its `TokenizerPool…` class, the
+class's own pool-routed methods run in a lending scope (guard/_patch.py), in which the copy they borrow is not
+guarded; the tokenizer itself stays guarded for the paths vLLM never routes to its copies (`tokenize`,
+`encode_plus`, `_tokenizer`, runtime mutations). (The copies cannot be marked instead: vLLM's cached
+tokenizer class reduces to its original, so every copy is rebuilt from an object the plugin never sees.)
 """
 
 from __future__ import annotations
@@ -28,7 +35,8 @@ from typing import Any
 
 from borrowguard._switches import POOL_ENV
 
-__all__ = ["KEEP_VALUES", "PoolChoice", "PoolDecision", "decide_and_apply", "guard_instead_of_pool"]
+__all__ = ["KEEP_VALUES", "PoolChoice", "PoolDecision", "decide_and_apply", "guard_instead_of_pool",
+           "keep_pool_with_exclusive_copies"]
 
 KEEP_VALUES = frozenset({"keep"})
 """Values of BORROWGUARD_VLLM_POOL (stripped, lower-cased) that keep vLLM's pool."""
@@ -78,18 +86,22 @@ def decide_and_apply(env: Mapping[str, str]) -> PoolDecision | None:
         return PoolDecision(PoolChoice.NO_POOL)
     if function is guard_instead_of_pool:
         return PoolDecision(PoolChoice.REPLACED)
-    if env.get(POOL_ENV, "").strip().lower() in KEEP_VALUES:
+    if getattr(function, _KEEPING, None) is not None:
         return PoolDecision(PoolChoice.KEPT_BY_SWITCH)
     why = _unknown_shape(module, function)
+    keep = env.get(POOL_ENV, "").strip().lower() in KEEP_VALUES
     if why:
+        if keep:
+            return PoolDecision(PoolChoice.KEPT_BY_SWITCH, f"its copies guarded: {why}")
         return PoolDecision(PoolChoice.KEPT_UNKNOWN, why)
     global _mixin
     _mixin = module.__dict__[_MIXIN]
+    replacement = keep_pool_with_exclusive_copies(function) if keep else guard_instead_of_pool
     for name in (_TOKENIZER_MODULE, *_BOUND_IN):
         bound = sys.modules.get(name)
         if bound is not None and bound.__dict__.get(_FUNCTION) is function:
-            setattr(bound, _FUNCTION, guard_instead_of_pool)
-    return PoolDecision(PoolChoice.REPLACED)
+            setattr(bound, _FUNCTION, replacement)
+    return PoolDecision(PoolChoice.KEPT_BY_SWITCH if keep else PoolChoice.REPLACED)
 
 
 def _unknown_shape(module: Any, function: Callable[..., Any]) -> str:
@@ -116,6 +128,35 @@ def _unknown_shape(module: Any, function: Callable[..., Any]) -> str:
 
 _mixin: type | None = None
 _marked_classes: dict[type, type] = {}
+_KEEPING = "__borrowguard_keeps__"  # on keep_pool_with_exclusive_copies' wrapper: vLLM's own function
+# The methods vLLM's pool routes to a borrowed copy (the same nine in every release 0.21.0 → 0.32.0).
+_LENDING = ("__call__", "encode", "decode", "batch_encode", "batch_decode", "apply_chat_template",
+            "convert_tokens_to_ids", "convert_ids_to_tokens", "convert_tokens_to_string")
+
+
+def keep_pool_with_exclusive_copies(function: Callable[..., Any]) -> Callable[..., Any]:
+    """vLLM's `maybe_make_thread_pool`, whose copies the guard steps aside for (see the module docstring)."""
+
+    def maybe_make_thread_pool(tokenizer: Any, copies: int = 1) -> Any:
+        from borrowguard.guard._patch import is_guarded, lending_scope
+
+        before = type(tokenizer)
+        result = function(tokenizer, copies)
+        pool = type(tokenizer)
+        mixin = _mixin
+        # Only a class vLLM's function has just made for this tokenizer (its subclass, marked thread-safe).
+        if result is tokenizer and pool is not before and mixin is not None and issubclass(pool, mixin) \
+                and issubclass(pool, before):
+            for name in _LENDING:
+                method = pool.__dict__.get(name)
+                if callable(method) and not is_guarded(method):
+                    setattr(pool, name, lending_scope(method))
+        return result
+
+    maybe_make_thread_pool.__wrapped__ = function  # type: ignore[attr-defined]
+    maybe_make_thread_pool.__doc__ = function.__doc__
+    setattr(maybe_make_thread_pool, _KEEPING, function)
+    return maybe_make_thread_pool
 
 
 def guard_instead_of_pool(tokenizer: Any, copies: int = 1) -> Any:

@@ -24,7 +24,8 @@ Switches, read at each process start:
 
 - ``BORROWGUARD_DISABLE=1`` (or true/yes/on): the plugin logs that it is disabled and changes nothing.
 - ``BORROWGUARD_VLLM_POOL=keep``: vLLM's renderer pool of deep copies stays (the guard still covers the
-  paths the pool does not: ``tokenize``, ``encode_plus``, ``_tokenizer``, runtime mutations).
+  paths the pool does not: ``tokenize``, ``encode_plus``, ``_tokenizer``, runtime mutations), and steps
+  aside for the copies the pool lends, each to one thread at a time.
 - ``VLLM_PLUGINS``: vLLM's own comma-separated allow-list; when it is set and does not name
   ``borrowguard``, the plugin does nothing (vLLM normally filters before calling us; a direct call obeys
   the same rule).

@@ -136,6 +136,10 @@ class LogWatch:
         """Drain the queue into the scanner until cancelled."""
         while True:
             self.drain()
+            # A matched line still waiting for its context is decided once its log has been quiet, so the
+            # finding is timed (and given to its level) when the server wrote it, not 200 lines later.
+            for hit in self._scanner.settle_idle():
+                self._record(hit)
             await asyncio.sleep(0.05)
 
     def drain(self, limit: int = 5000) -> int:
