@@ -38,7 +38,12 @@ TIMEOUT, REFUSED, CONNECT, RESET, BAD_SSE, CUT_STREAM, BAD_JSON, STREAM_ERROR, C
 
 @dataclass(slots=True)
 class Outcome:
-    """What happened to one request. Times are seconds; `start` is relative to the run's start."""
+    """What happened to one request. Times are seconds; `start` is relative to the run's start.
+
+    A builder, mutable on purpose: `ChatClient.send` fills it in while the answer arrives (a retry resets
+    its error) and hands it over once; from then on it is read, never written (`LoadMetrics.finished`
+    returns a replaced copy with the tie-broken fault, it does not write into the caller's).
+    """
 
     scenario: str
     repeat_key: str | None

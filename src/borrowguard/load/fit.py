@@ -31,6 +31,14 @@ class ScenarioSize:
 
 @dataclass
 class ContextFit:
+    """How big each scenario's prompts may be: live state, shared on purpose (not a value between rooms).
+
+    The verify session feeds it (`learn_context` when the server's context length is learned,
+    `observed` when an answer reports more prompt tokens than the budget); the request builders read
+    `scale()` for every request and key repeats by `generation`, which counts the changes (made under
+    the lock).
+    """
+
     max_model_len: int | None = None
     max_tokens: int = 16
     margin: float = MARGIN
