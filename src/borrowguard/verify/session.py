@@ -137,7 +137,7 @@ class Session:
     def _start_bundled(self, stack: contextlib.ExitStack) -> str:
         bundled = start_bundled(self.config, stack)
         self.server = bundled.process
-        self.logs.fresh_files.append(bundled.log_path)
+        self.logs.files.append(bundled.log_path)
         return bundled.url
 
     async def _run(self, target: Target) -> str | None:

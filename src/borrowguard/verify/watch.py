@@ -67,12 +67,12 @@ class LogSource:
 class LogWatch:
     """Follows `files` and `commands` and scans each line; `findings` keeps a bounded sample.
 
-    Files in `files` are followed from their end (an operator's log holds the errors of last week);
-    `fresh_files` (the bundled server's own log) from their start.
+    Files are followed from where they end when the load starts: an operator's log holds the errors of last
+    week, and the bundled server's own log the answers to the preflight's probes (its 404s for the endpoints
+    it does not serve are ours, not the server's). Their start-up lines are still read for the configuration.
     """
 
     files: list[Path] = field(default_factory=list)
-    fresh_files: list[Path] = field(default_factory=list)
     commands: list[str] = field(default_factory=list)
     on_finding: Callable[[LogEvent], None] | None = None
     findings: list[LogEvent] = field(default_factory=list)
@@ -90,7 +90,7 @@ class LogWatch:
 
     @property
     def active(self) -> bool:
-        return bool(self.files or self.fresh_files or self.commands)
+        return bool(self.files or self.commands)
 
     def start(self) -> None:
         from borrowguard.scan import Follower, Scanner
@@ -104,8 +104,6 @@ class LogWatch:
             # Where the file ends now, not when the follower thread gets to open it: lines written
             # right after start() belong to the run.
             follower.add_file(path, start_at=path.stat().st_size if path.exists() else 0)
-        for path in self.fresh_files:
-            follower.add_file(path)
         follower.start()
 
     def _enqueue(self, source: str, line: str) -> None:
