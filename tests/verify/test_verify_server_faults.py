@@ -77,7 +77,10 @@ def test_hostile_responses_fail_with_reasons_by_status_and_scenario() -> None:
     (reason,) = [r for r in result.reasons if r.code == "request-errors"]
     summary = result.levels[0].summary
     labels = {g.status for g in summary.error_groups}
-    assert {"bad-sse", "stream-cut", "reset", "500", "timeout"} <= labels
+    assert {"bad-sse", "stream-cut", "500", "timeout"} <= labels
+    # A reset on a reused keep-alive connection is sent again once (and then meets the next, healthy fault):
+    # which resets land on a reused connection depends on timing, so every reset is seen one way or the other.
+    assert "reset" in labels or summary.retried > 0, summary
     html_500 = [g for g in summary.error_groups if g.status == "500"]
     assert any("Internal Server Error" in m for g in html_500 for m in g.messages)
     assert "500 on" in reason.message
