@@ -13,6 +13,7 @@ a false positive, whichever directory it is in.
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -88,9 +89,10 @@ def test_each_excerpt_on_both_read_paths(case: Case) -> None:
             assert {k: facts.get(k) for k in case.server} == case.server
 
 
-def score() -> tuple[float, float, int, int, int]:
+def score(cases: Sequence[Case] = CASES) -> tuple[float, float, int, int, int]:
+    """Precision, recall and the counts behind them, over `cases` read in one pass."""
     tp = fp = fn = 0
-    for case in CASES:
+    for case in cases:
         got = set(found(bulk(case)))
         tp += len(got & set(case.expect))
         fn += len(set(case.expect) - got)
@@ -98,6 +100,18 @@ def score() -> tuple[float, float, int, int, int]:
     precision = tp / (tp + fp) if tp + fp else 1.0
     recall = tp / (tp + fn) if tp + fn else 1.0
     return precision, recall, tp, fp, fn
+
+
+def check_collected_set(collected: Sequence[Case], earlier: Sequence[Case]) -> None:
+    """A set collected after the rules: at least 30 excerpts, each citing a thread that no earlier set has,
+    its folder saying its label."""
+    earlier_threads = {c.source.split()[0] for c in earlier}
+    assert len(collected) >= 30
+    for case in collected:
+        assert case.source.split()[-1].startswith("https://"), case.path.name
+        assert case.source.split()[0] not in earlier_threads, f"{case.path.name}: its source is already in an earlier set"
+        assert (case.path.parent.name == "positive") == bool(case.expect), case.path.name
+        assert not case.reject & set(case.expect), case.path.name
 
 
 @pytest.mark.slow  # scores every real-world case: ~12 s

@@ -19,25 +19,16 @@ thread frames (they read exactly like the TypeError pastes of the near-miss sets
 from __future__ import annotations
 
 import pytest
-from test_scan_recall import CASES, Case, bulk, cases, found, line_by_line
+from test_scan_recall import CASES, Case, bulk, cases, check_collected_set, found, line_by_line, score
 
 HELD_OUT = cases("real-world-3")
 AS_COLLECTED = (0.92, 0.65)
 NOW = (1.0, 0.76)
 
 
-def _thread(source: str) -> str:
-    return source.split()[0]
-
 
 def test_the_set_is_big_enough_cited_and_new() -> None:
-    earlier = {_thread(c.source) for c in (*CASES, *cases("real-world-2"))}
-    assert len(HELD_OUT) >= 30
-    for case in HELD_OUT:
-        assert case.source.split()[-1].startswith("https://"), case.path.name
-        assert _thread(case.source) not in earlier, f"{case.path.name}: its source is already in an earlier set"
-        assert (case.path.parent.name == "positive") == bool(case.expect), case.path.name
-        assert not case.reject & set(case.expect), case.path.name
+    check_collected_set(HELD_OUT, earlier=(*CASES, *cases("real-world-2")))
 
 
 @pytest.mark.parametrize("case", HELD_OUT, ids=lambda c: f"{c.path.parent.name}/{c.path.name}")
@@ -46,11 +37,5 @@ def test_both_read_paths_agree(case: Case) -> None:
 
 
 def test_precision_and_recall_do_not_fall_below_what_was_measured() -> None:
-    tp = fp = fn = 0
-    for case in HELD_OUT:
-        got = set(found(bulk(case)))
-        tp += len(got & set(case.expect))
-        fn += len(set(case.expect) - got)
-        fp += len(got - set(case.expect))
-    precision, recall = tp / (tp + fp), tp / (tp + fn)
+    precision, recall, *_ = score(HELD_OUT)
     assert round(precision, 2) >= NOW[0] and round(recall, 2) >= NOW[1], (precision, recall)
