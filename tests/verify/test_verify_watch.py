@@ -42,3 +42,48 @@ def test_a_bare_line_is_decided_while_the_log_is_quiet_not_at_the_stop(tmp_path:
     finally:
         watch.stop()
     assert watch.counts["tokenizer-already-borrowed"] == 1  # decided once, not again at the stop
+
+
+# From the bundled server's own log (tests/verify/test_verify_bundled.py, unguarded, tokenizers 0.22.2): the
+# preflight probes image and tools at once, and the image probe met the race.
+PREFLIGHT_LINES = """\
+INFO 12-02 02:58:02 [h11_impl.py:477] 127.0.0.1:54474 - "POST /v1/rerank HTTP/1.1" 404
+Traceback (most recent call last):
+  File "/work/main/src/borrowguard/server/frontend.py", line 234, in _multimodal_prompt
+    encoding = self.tokenizer([expanded], **kwargs)
+  File "/work/main/.venv-old/lib/python3.11/site-packages/transformers/tokenization_utils_fast.py", line 510, in set_truncation_and_padding
+    self._tokenizer.enable_padding(**target)
+RuntimeError: Already borrowed
+INFO 12-02 02:58:02 [h11_impl.py:477] 127.0.0.1:54474 - "POST /v1/chat/completions HTTP/1.1" 500
+"""
+
+
+def test_during_the_preflight_only_the_servers_own_errors_count(tmp_path: Path) -> None:
+    from borrowguard.verify.verdict import TOKENIZER_IDS
+    from borrowguard.verify.watch import PREFLIGHT
+
+    log = tmp_path / "server.log"
+    log.write_text("INFO start-up\n")
+    level = [PREFLIGHT]
+    watch = LogWatch(files=[log], clock=lambda: (level[0], 0.0), preflight_ids=TOKENIZER_IDS)
+    watch.start()
+    with log.open("a") as f:
+        f.write(PREFLIGHT_LINES)
+    watch.stop()  # reads to the end: every line above arrives during the preflight
+    assert watch.counts["tokenizer-already-borrowed"] == 1
+    assert watch.level_counts[PREFLIGHT, "tokenizer-already-borrowed"] == 1
+    # the 404 answered our probe of an endpoint the server does not serve, the 500 is the race's: neither
+    # is a finding of its own
+    assert set(watch.counts) <= TOKENIZER_IDS, watch.counts
+
+    # the same lines once the load runs: the error statuses count
+    level[0] = 0
+    log2 = tmp_path / "server2.log"
+    log2.write_text("")
+    watch2 = LogWatch(files=[log2], clock=lambda: (level[0], 0.0), preflight_ids=TOKENIZER_IDS)
+    watch2.start()
+    with log2.open("a") as f:
+        f.write(PREFLIGHT_LINES)
+    watch2.stop()
+    assert watch2.counts["tokenizer-already-borrowed"] == 1
+    assert set(watch2.counts) - TOKENIZER_IDS, watch2.counts

@@ -43,7 +43,7 @@ from borrowguard.verify.verdict import (
     decide,
     level_reasons,
 )
-from borrowguard.verify.watch import HealthWatch, LogEvent, LogWatch, MetricsScrape, scrape_metrics
+from borrowguard.verify.watch import PREFLIGHT, HealthWatch, LogEvent, LogWatch, MetricsScrape, scrape_metrics
 from borrowguard.verify.wording import flag
 
 if TYPE_CHECKING:
@@ -93,10 +93,11 @@ class Session:
         self.secrets = (self.api_key,) if self.api_key else ()
         self.auth: aiohttp.BasicAuth | None = None  # a user:password from --url, out of every URL we write
         self.logs = LogWatch(files=list(config.logs), commands=list(config.log_commands), secrets=self.secrets,
-                             on_finding=self._on_finding, clock=self._clock)
+                             on_finding=self._on_finding, clock=self._clock,
+                             preflight_ids=TOKENIZER_IDS | DEATH_IDS)
         self.health: HealthWatch | None = None
         self.run: LoadRun | None = None
-        self.level_index = 0
+        self.level_index = PREFLIGHT  # the first level sets 0
         self.death: str | None = None
         self.interrupted = False
         self.server: ServerProcess | None = None  # the bundled server, when it is the target
@@ -147,6 +148,9 @@ class Session:
         background: list[asyncio.Task] = []
         restore_signals = install_interrupts(self.interrupt) if self.own_signals else (lambda: None)
         try:
+            if self.logs.active:  # from the preflight on: its concurrent probes can meet the race too
+                self.logs.start()
+                background.append(asyncio.create_task(self.logs.run()))
             preflight = Preflight(session, target, api_key=self.api_key, timeout=self.config.timeout)
             self._preflight_task = asyncio.ensure_future(preflight.learn(
                 self.config.scenario, model=self.config.model, max_model_len=self.config.max_model_len
@@ -168,9 +172,6 @@ class Session:
                 self.nothing_served = ", ".join(f"{p} answered {'yes' if ok else 'no'}" for p, ok in
                                                 sorted(target.endpoints.items()))
                 return None
-            if self.logs.active:
-                self.logs.start()
-                background.append(asyncio.create_task(self.logs.run()))
             base_url = target.url
             self.health = HealthWatch(base_url + self.config.health_path, on_failure=self._on_health_failure)
             background.append(asyncio.create_task(self.health.run(session)))
@@ -230,6 +231,10 @@ class Session:
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            if self.server is not None:
+                # Ours: stopped before the log's last read, so every line it writes (a request cancelled at the
+                # end still runs its tokenizer call, and may log its traceback) is in the report.
+                await asyncio.to_thread(self.server.stop)
             await asyncio.to_thread(self.logs.stop)
             await session.close()
             if records_file is not None:

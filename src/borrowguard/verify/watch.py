@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 _MAX_FINDINGS = 200  # findings kept verbatim; the counts stay exact
 _MAX_LINE = 4096
 _MAX_METRICS_BODY = 4 << 20
+PREFLIGHT = -1  # the level of a finding that arrived before the first level of load
 
 
 @dataclass(frozen=True)
@@ -67,9 +68,9 @@ class LogSource:
 class LogWatch:
     """Follows `files` and `commands` and scans each line; `findings` keeps a bounded sample.
 
-    Files are followed from where they end when the load starts: an operator's log holds the errors of last
-    week, and the bundled server's own log the answers to the preflight's probes (its 404s for the endpoints
-    it does not serve are ours, not the server's). Their start-up lines are still read for the configuration.
+    Files are followed from where they end when the preflight starts (an operator's log holds the errors of
+    last week); their start-up lines are still read for the configuration. During the preflight (`clock` says
+    level PREFLIGHT) only `preflight_ids` count.
     """
 
     files: list[Path] = field(default_factory=list)
@@ -81,6 +82,9 @@ class LogWatch:
     lines: int = 0
     secrets: tuple[str, ...] = ()  # masked in every line as it comes in, before any cut
     clock: Callable[[], tuple[int, float]] = lambda: (0, 0.0)  # (level, t) for a new finding
+    # What counts of what the log says during the preflight: its probes' answers (404s for the endpoints a
+    # server does not serve) are ours, but a tokenizer error its concurrent probes caused is the server's.
+    preflight_ids: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=20_000)
@@ -153,8 +157,10 @@ class LogWatch:
         return limit
 
     def _record(self, hit: Hit) -> None:
-        self.counts[hit.id] += 1
         level, t = self.clock()
+        if level == PREFLIGHT and hit.id not in self.preflight_ids:
+            return
+        self.counts[hit.id] += 1
         self.level_counts[level, hit.id] += 1
         finding = LogEvent.of(hit, level, t)
         if len(self.findings) < _MAX_FINDINGS:
