@@ -8,14 +8,14 @@ import sys
 from typing import Any
 
 
-def verify(server: Any, requests: str, *extra: str) -> tuple[int, dict]:
-    """Default options but --url, --log and a request count; (exit code, the --json document).
+def verify(server: Any, requests: str, *extra: str, concurrency: int = 16) -> tuple[int, dict]:
+    """Default options but --url, --log, a request count and a concurrency; (exit code, the --json document).
 
     A count, not a duration: on a busy machine the server is slower, and a fixed duration then sends too
     few requests to prove anything; `-n` alone has no time limit (the subprocess timeout bounds a hang)."""
     proc = subprocess.run(
         [sys.executable, "-m", "borrowguard", "verify", "--url", server.base_url, "--log", str(server.log_path),
-         "-n", requests, "-c", "16", "--json", *extra],
+         "-n", requests, "-c", str(concurrency), "--json", *extra],
         capture_output=True, text=True, timeout=900,
     )  # fmt: skip
     assert proc.stdout, proc.stderr[-3000:]
