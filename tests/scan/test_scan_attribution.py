@@ -30,6 +30,8 @@ EXPECTED: dict[str, dict[str, tuple[str, str | None, str]]] = {
     "glued_one_line.log": {TOKENIZER: ("high", None, "traceback")},
     "glued_one_line_cut.log": {TOKENIZER: ("medium", None, "cut before")},
     "thread_pool_cut_in_tokenization.log": {TOKENIZER: ("medium", None, "thread pool")},
+    "cut_in_tokenization_no_threads.log": {TOKENIZER: ("low", None, "no thread frames")},
+    "client_status_lines.log": {"http-error-status": ("high", "413", "")},
     "watchfiles_reload.log": {ELSEWHERE: ("high", "watchfiles", "not the tokenizer race")},
     "polars_two_threads.log": {ELSEWHERE: ("high", "polars", "not the tokenizer race")},
     "pyo3_test_source.log": {},
@@ -151,6 +153,37 @@ def test_a_paste_cut_where_the_race_raises_still_counts(under_pool: bool) -> Non
          FAST.format(n=494, fn="set_truncation_and_padding"), "    self._tokenizer.enable_truncation(**target)"),
     ):
         assert _cut(*head, *tail) == [(TOKENIZER, "medium")], tail
+
+
+CALL = '  File "/venv/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", line {n}, in {fn}'
+APP = '  File "/srv/app.py", line 12, in embed'
+
+
+@pytest.mark.parametrize("tail", [
+    (CALL.format(n=2858, fn="__call__"), "    encodings = self._call_one(text=text, text_pair=text_pair, **all_kwargs)"),
+    (CALL.format(n=2944, fn="_call_one"), "    return self.batch_encode_plus("),
+    (FAST.format(n=302, fn="tokenize"), "    return self.encode_plus(text=text, text_pair=pair).tokens()"),
+    (CALL.format(n=2858, fn="__call__"),),  # the frame line alone
+])
+def test_a_paste_cut_inside_the_tokenizer_call_without_threads_is_the_race_at_low_confidence(
+    tail: tuple[str, ...],
+) -> None:
+    assert _cut(APP, "    return tok(texts, truncation=True)", *tail) == [(TOKENIZER, "low")]
+
+
+@pytest.mark.parametrize("tail", [
+    # the call's own argument checks raise there: a ValueError/TypeError of the arguments, not the race
+    (CALL.format(n=2950, fn="_call_one"), "    raise ValueError("),
+    # encode_batch takes a shared borrow (see above): an input TypeError hides there
+    (FAST.format(n=385, fn="_batch_encode_plus"), "    encodings = self._tokenizer.encode_batch("),
+    # loading, not calling, a tokenizer: an OSError or a ValueError of the files
+    (CALL.format(n=2013, fn="from_pretrained"), "    return cls._from_pretrained("),
+    # the exception line is there and it is another error
+    (CALL.format(n=2944, fn="_call_one"), "    return self.batch_encode_plus(",
+     "TypeError: TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]"),
+])
+def test_a_paste_cut_inside_the_tokenizer_where_the_race_is_not_raised_is_not_it(tail: tuple[str, ...]) -> None:
+    assert _cut(APP, "    return tok(texts, truncation=True)", *tail) == []
 
 
 def test_a_waiting_line_of_a_quiet_followed_log_is_decided_without_more_lines() -> None:
