@@ -217,6 +217,10 @@ def test_a_whole_traceback_whose_innermost_call_is_no_tokenizers_is_another_exte
                   "RuntimeError: Already borrowed") == [(TOKENIZER, "low", None)]
     assert _lines(*head, '  File "/srv/embed.py", line 12, in embed', "    return model.encode(texts)",
                   "RuntimeError: Already borrowed") == [(TOKENIZER, "high", None)]
+    # a call that is handed the tokenizer (tokenizers' DecodeStream.step) is not another library's either
+    assert _lines(*head, '  File "/venv/lib/python3.11/site-packages/myserver/stream.py", line 230, in step',
+                  "    token = self.stream.step(self.tokenizer, token_id)",
+                  "RuntimeError: Already borrowed") == [(TOKENIZER, "low", None)]
 
 
 def test_a_source_line_outside_a_traceback_is_no_evidence_on_either_path() -> None:

@@ -107,6 +107,7 @@ BY_INNERMOST = "in its traceback's innermost frame, which is no tokenizer's"
 
 _FRAME_PATH = re.compile(r'File "([^"<>\n]{1,1024})", line')
 _PACKAGES = ("site-packages", "dist-packages")
+_TOKENIZER_WORD = re.compile(r"[Tt]okeni[sz]er|\btok\b")
 
 
 def in_traceback(win: Window | None) -> tuple[tuple[str | None, str] | None, str]:
@@ -122,6 +123,8 @@ def in_traceback(win: Window | None) -> tuple[tuple[str | None, str] | None, str
     code = win.last_line.strip()
     if win.last_line == win.last_frame or "(" not in code or code.startswith(("raise", "await", "return await")):
         return None, IN_TRACEBACK  # no source line (or a re-raise): where the error came from is not shown
+    if _TOKENIZER_WORD.search(code):
+        return None, IN_TRACEBACK  # it hands the tokenizer to the call (a decode stream's step(tokenizer, ...))
     m = _FRAME_PATH.search(win.last_frame)
     if m is None:
         return None, IN_TRACEBACK
