@@ -468,3 +468,32 @@ def test_install_forwards_subclass_creation_to_the_parents_hook(monkeypatch) -> 
     assert seen == ["DefinedAfterInstall"]
     tok = defined_later(tokenizer_object=load()._tokenizer)
     assert type(tok).__name__ == "DefinedAfterInstall"
+
+
+@pytest.mark.parametrize("history", ["production", "interleaved"])
+def test_a_shell_has_the_backends_added_vocabulary_whatever_its_history(history: str) -> None:
+    from borrowguard.guard._state import make_shell
+
+    if history == "production":  # DeepSeek V4: 1,283 added tokens, special and not, interleaved in 5 runs
+        from support.production_tokenizer import package_dir
+
+        backend = tokenizers.Tokenizer.from_file(str(package_dir() / "tokenizer.json"))
+    else:  # added at runtime: special, plain, special again, one already in the vocab
+        backend = tokenizers.Tokenizer.from_file(str(tokenizer_path(CHATML) / "tokenizer.json"))
+        backend.add_special_tokens(["<s1>", "<s2>"])
+        backend.add_tokens(["plainword", "hello"])
+        backend.add_special_tokens([tokenizers.AddedToken("<s3>", lstrip=True)])
+    shell = make_shell(backend)
+    assert shell.get_added_tokens_decoder() == backend.get_added_tokens_decoder()
+    assert shell.get_vocab(with_added_tokens=True) == backend.get_vocab(with_added_tokens=True)
+    added = [t.content for _, t in sorted(backend.get_added_tokens_decoder().items())]
+    rng = random.Random(5)
+    for _ in range(200):
+        text = rng.choice(["", " ", "\n"]).join(
+            rng.choice(added) if rng.random() < 0.4 else rng.choice(["hello", "world", " x", "Ünï", "日本"])
+            for _ in range(rng.randint(1, 10))
+        )
+        got, want = shell.encode(text), backend.encode(text)
+        assert (got.ids, got.offsets, got.special_tokens_mask) == (want.ids, want.offsets, want.special_tokens_mask)
+        for skip in (True, False):
+            assert shell.decode(got.ids, skip_special_tokens=skip) == backend.decode(want.ids, skip_special_tokens=skip)

@@ -30,6 +30,9 @@ EXPECTED: dict[str, dict[str, tuple[str, str | None, str]]] = {
     "glued_one_line.log": {TOKENIZER: ("high", None, "traceback")},
     "glued_one_line_cut.log": {TOKENIZER: ("medium", None, "cut before")},
     "thread_pool_cut_in_tokenization.log": {TOKENIZER: ("medium", None, "thread pool")},
+    "cut_in_tokenization_no_threads.log": {TOKENIZER: ("low", None, "no thread frames")},
+    "client_status_lines.log": {"http-error-status": ("high", "413", "")},
+    "innermost_frame_other_extension.log": {ELSEWHERE: ("medium", "torchft", "innermost frame")},
     "watchfiles_reload.log": {ELSEWHERE: ("high", "watchfiles", "not the tokenizer race")},
     "polars_two_threads.log": {ELSEWHERE: ("high", "polars", "not the tokenizer race")},
     "pyo3_test_source.log": {},
@@ -151,6 +154,103 @@ def test_a_paste_cut_where_the_race_raises_still_counts(under_pool: bool) -> Non
          FAST.format(n=494, fn="set_truncation_and_padding"), "    self._tokenizer.enable_truncation(**target)"),
     ):
         assert _cut(*head, *tail) == [(TOKENIZER, "medium")], tail
+
+
+CALL = '  File "/venv/lib/python3.11/site-packages/transformers/tokenization_utils_base.py", line {n}, in {fn}'
+APP = '  File "/srv/app.py", line 12, in embed'
+
+
+@pytest.mark.parametrize("tail", [
+    (CALL.format(n=2858, fn="__call__"), "    encodings = self._call_one(text=text, text_pair=text_pair, **all_kwargs)"),
+    (CALL.format(n=2944, fn="_call_one"), "    return self.batch_encode_plus("),
+    (FAST.format(n=302, fn="tokenize"), "    return self.encode_plus(text=text, text_pair=pair).tokens()"),
+    (CALL.format(n=2858, fn="__call__"),),  # the frame line alone
+])
+def test_a_paste_cut_inside_the_tokenizer_call_without_threads_is_the_race_at_low_confidence(
+    tail: tuple[str, ...],
+) -> None:
+    assert _cut(APP, "    return tok(texts, truncation=True)", *tail) == [(TOKENIZER, "low")]
+
+
+@pytest.mark.parametrize("tail", [
+    # the call's own argument checks raise there: a ValueError/TypeError of the arguments, not the race
+    (CALL.format(n=2950, fn="_call_one"), "    raise ValueError("),
+    # encode_batch takes a shared borrow (see above): an input TypeError hides there
+    (FAST.format(n=385, fn="_batch_encode_plus"), "    encodings = self._tokenizer.encode_batch("),
+    # loading, not calling, a tokenizer: an OSError or a ValueError of the files
+    (CALL.format(n=2013, fn="from_pretrained"), "    return cls._from_pretrained("),
+    # the exception line is there and it is another error
+    (CALL.format(n=2944, fn="_call_one"), "    return self.batch_encode_plus(",
+     "TypeError: TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, InputSequence]]"),
+])
+def test_a_paste_cut_inside_the_tokenizer_where_the_race_is_not_raised_is_not_it(tail: tuple[str, ...]) -> None:
+    assert _cut(APP, "    return tok(texts, truncation=True)", *tail) == []
+
+
+def _lines(*lines: str) -> list[tuple[str, str, str | None]]:
+    """(id, confidence, first detail) of `lines` read as one log, on both read paths (they must agree)."""
+    body = "\n".join(lines) + "\n"
+    sc = Scanner()
+    sc.scan_stream(io.BytesIO(body.encode()), "log")
+    got = [(f.id, f.confidence.value, next(iter(f.details), None)) for f in sc.result().findings]
+    sc = Scanner()
+    for line in lines:
+        sc.feed(line, "log")
+    sc.finish()
+    assert [(f.id, f.confidence.value, next(iter(f.details), None)) for f in sc.result().findings] == got
+    return got
+
+
+def test_a_whole_traceback_whose_innermost_call_is_no_tokenizers_is_another_extension() -> None:
+    # PyO3 raises in the frame that calls the Rust method: that frame calls the other library
+    head = ("Traceback (most recent call last):", '  File "/srv/app.py", line 9, in handler', "    job.run()")
+    for frame, code, library in (
+        ('  File "/venv/lib/python3.11/site-packages/torchft/manager.py", line 556, in should_commit',
+         "    should_commit = self._client.should_commit(", "torchft"),
+        ('  File "/home/me/torchft/torchft/manager.py", line 556, in should_commit',
+         "    should_commit = self._client.should_commit(", "torchft/manager"),
+    ):
+        assert _lines(*head, frame, code, "RuntimeError: Already borrowed") == [(ELSEWHERE, "medium", library)]
+    # ... but not a re-raise (where it came from is not shown), nor a frame calling the tokenizer
+    assert _lines(*head, '  File "/venv/lib/python3.11/asyncio/futures.py", line 203, in result',
+                  "    raise self._exception.with_traceback(self._exception_tb)",
+                  "RuntimeError: Already borrowed") == [(TOKENIZER, "low", None)]
+    assert _lines(*head, '  File "/srv/embed.py", line 12, in embed', "    return model.encode(texts)",
+                  "RuntimeError: Already borrowed") == [(TOKENIZER, "high", None)]
+    # a call that is handed the tokenizer (tokenizers' DecodeStream.step) is not another library's either
+    assert _lines(*head, '  File "/venv/lib/python3.11/site-packages/myserver/stream.py", line 230, in step',
+                  "    token = self.stream.step(self.tokenizer, token_id)",
+                  "RuntimeError: Already borrowed") == [(TOKENIZER, "low", None)]
+
+
+def test_a_source_line_outside_a_traceback_is_no_evidence_on_either_path() -> None:
+    # only a traceback is read whole by the fast path: a diff's `self.tokenizer(` elsewhere is not context
+    lines = ('the fast tokenizer (Rust) hits "Already borrowed" exceptions', "-        return self.tokenizer(")
+    assert _lines(*lines) == [(TOKENIZER, "low", None)]
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("{'error': {'message': 'EngineCore encountered an issue. See stack trace (above) for the root cause.',",
+     ("engine-dead", "high", None)),
+    ("Exception in ControllerSingle:", ("engine-dead", "high", None)),
+    ("Fatal Python error: Aborted", ("engine-dead", "medium", None)),
+    ("Error: status_code: 500, body: {'message': 'internal server error'}", ("http-error-status", "high", "500")),
+    ('  "code": 429,', ("http-error-status", "high", "429")),
+    ("[GIN] 2024/07/12 - 14:13:33 | 400 |      65.664µs |       127.0.0.1 | POST     \"/api/embeddings\"",
+     ("http-error-status", "high", "400")),
+])
+def test_a_death_or_an_error_status_as_others_pass_it_on(line: str, expected: tuple[str, str, str | None]) -> None:
+    assert _lines(line) == [expected]
+
+
+@pytest.mark.parametrize("line", [
+    '  "code": 50001',  # an application's own error code, not an HTTP status
+    "INFO threadThresholds 8/8/64 | 64/8/64 | 512 | 512",  # NCCL's table, not an access line
+    "status_code=200, elapsed=0.2s",
+    "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding",
+])
+def test_near_misses_of_those(line: str) -> None:
+    assert _lines(line) == []
 
 
 def test_a_waiting_line_of_a_quiet_followed_log_is_decided_without_more_lines() -> None:

@@ -18,6 +18,7 @@ nothing above it waits until `reach` more lines came (or the input ends) before 
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from borrowguard.knowledge import Confidence, KnowledgeBase
 from borrowguard.knowledge.signatures import Context, Signature
 from borrowguard.scan.model import Hit, excerpt
+from borrowguard.scan.tracebacks import Window
 
 MAX_EVIDENCE = 64
 """Evidence lines remembered per source (the nearest ones matter)."""
@@ -101,17 +103,50 @@ def decide(kb: KnowledgeBase, hit: Hit, sig: Signature, evidence: tuple[str | No
 
 IN_TRACEBACK = "in its traceback"
 ON_LINE = "on its own line"
+BY_INNERMOST = "in its traceback's innermost frame, which is no tokenizer's"
+
+_FRAME_PATH = re.compile(r'File "([^"<>\n]{1,1024})", line')
+_PACKAGES = ("site-packages", "dist-packages")
+_TOKENIZER_WORD = re.compile(r"[Tt]okeni[sz]er|\btok\b")
+
+
+def in_traceback(win: Window | None) -> tuple[tuple[str | None, str] | None, str]:
+    """The evidence of the traceback that a matched exception line ends: the innermost frame or source line
+    naming the tokenizer or another library, else the innermost call itself when it is not the tokenizer's.
+
+    PyO3 raises a borrow error in the frame that calls the Rust method, so a whole traceback whose innermost
+    frame neither is the tokenizer's nor calls it had its conflict in whatever that frame calls: another
+    extension, named by the frame's package (the site-packages one, else the file with its folder). Returns
+    (evidence or None, where it was seen)."""
+    if win is None or win.evidence is not None:
+        return (win.evidence if win is not None else None), IN_TRACEBACK
+    code = win.last_line.strip()
+    if win.last_line == win.last_frame or "(" not in code or code.startswith(("raise", "await", "return await")):
+        return None, IN_TRACEBACK  # no source line (or a re-raise): where the error came from is not shown
+    if _TOKENIZER_WORD.search(code):
+        return None, IN_TRACEBACK  # it hands the tokenizer to the call (a decode stream's step(tokenizer, ...))
+    m = _FRAME_PATH.search(win.last_frame)
+    if m is None:
+        return None, IN_TRACEBACK
+    parts = [p for p in re.split(r"[/\\]", m.group(1)) if p]
+    where = next((i for i, p in enumerate(parts) if p in _PACKAGES), None)
+    if where is not None and where + 1 < len(parts):
+        library = parts[where + 1].removesuffix(".py")
+    else:
+        library = "/".join(parts[-2:]).removesuffix(".py")
+    return (library, excerpt(code, 80)), BY_INNERMOST
 
 
 def attribute(
     kb: KnowledgeBase, att: Attribution, sig: Signature, hit: Hit, message: str,
-    in_traceback: tuple[str | None, str] | None,
+    traced: tuple[str | None, str] | None, where: str = IN_TRACEBACK,
 ) -> Hit | None:
-    """`hit` decided by its context, or None when it must wait for the lines below (it then waits)."""
+    """`hit` decided by its context, or None when it must wait for the lines below (it then waits).
+    `traced` is the evidence of the traceback the line ends, seen `where` (see in_traceback)."""
     ctx = sig.context
     assert ctx is not None
-    if in_traceback is not None:
-        return decide(kb, hit, sig, in_traceback, IN_TRACEBACK)
+    if traced is not None:
+        return decide(kb, hit, sig, traced, where)
     seen = line_evidence(ctx, message)
     if seen is None and ctx.answer is not None:
         m = ctx.answer.search(message)

@@ -305,7 +305,7 @@ class Scanner(BulkReading):
             if sig.context is not None:
                 waiting.add(sig.problem_id)
                 decided = attribution.attribute(
-                    self.kb, st.attribution, sig, hit, message, win.evidence if win is not None else None
+                    self.kb, st.attribution, sig, hit, message, *attribution.in_traceback(win)
                 )
                 if decided is None:
                     continue
@@ -321,8 +321,12 @@ class Scanner(BulkReading):
     def _note_evidence(self, st: SourceState, line: Line, n: int) -> list[Hit]:
         """Remember a line that names the tokenizer or another library; the waiting matches it decides."""
         att = st.attribution
+        # a source line is read as code only inside a traceback: the fast path reads a traceback whole, but
+        # outside one only the lines holding an anchor (a literal), never a line that the code regex matches
+        win = st.windows.get(line.process)
+        code = win is not None and (classify(line.message) is not Kind.OTHER or (win.flat and _flat_code(line)))
         for sig in self._ctx_sigs:
-            seen = attribution.line_evidence(sig.context, line.message, code=True)  # type: ignore[arg-type]
+            seen = attribution.line_evidence(sig.context, line.message, code=code)  # type: ignore[arg-type]
             if seen is not None:
                 att.evidence.append(Evidence(n, line.process, seen[0], seen[1]))
                 break
