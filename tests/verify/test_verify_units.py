@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -86,20 +87,20 @@ def test_context_numbers_are_read_from_every_wording():
 
 
 def test_fit_shrinks_to_the_budget_and_learns_from_answers():
-    fit = ContextFit(max_model_len=2048, max_tokens=48, sizes={"text": ScenarioSize(100, 4000), "tiny": ScenarioSize(5, 10)})
-    fit.plan()
+    sizes = {"text": ScenarioSize(100, 4000), "tiny": ScenarioSize(5, 10)}
+    fit = ContextFit(max_model_len=2048, max_tokens=48, sizes=sizes).planned()
     budget = fit.budget
     assert budget is not None and fit.sizes["text"].at(fit.scale("text")) <= budget + 1e-6
     assert fit.scale("tiny") == 1.0
-    generation = fit.generation
-    assert fit.observed("text", fit.scale("text"), int(budget * 1.5)) is True
-    assert fit.generation > generation and fit.scale("text") < 1.0
-    assert fit.observed("text", 1.0, 10) is False  # fits: nothing changes
+    shrunk = fit.observed("text", fit.scale("text"), int(budget * 1.5))
+    assert shrunk.generation > fit.generation and shrunk.scale("text") < fit.scale("text") < 1.0
+    assert shrunk.observed("text", 1.0, 10) is shrunk  # fits: nothing changes
+    assert shrunk.observed("text", fit.scale("text"), int(budget * 1.5)) is shrunk  # shrunk past it already
+    assert fit.with_context(2048) is fit and fit.with_context(4096).scale("text") > fit.scale("text")
 
 
 def test_fit_says_when_a_scenario_cannot_fit_at_all():
-    fit = ContextFit(max_model_len=256, max_tokens=16, sizes={"tools": ScenarioSize(900, 100)})
-    fit.plan()
+    fit = ContextFit(max_model_len=256, max_tokens=16, sizes={"tools": ScenarioSize(900, 100)}).planned()
     assert "tools" in fit.unfit
 
 
@@ -107,7 +108,7 @@ def test_fit_says_when_a_scenario_cannot_fit_at_all():
 def test_every_request_fits_the_learned_context(max_model_len):
     """With the deliberately high chars-per-token guess, no request's text can exceed the budget."""
     factory = RequestFactory(ScenarioSettings(image_sizes=((64, 64),)), "m")
-    factory.fit = ContextFit(max_model_len=max_model_len, max_tokens=factory.max_tokens_sent)
+    factory.refit(factory.fit.with_context(max_model_len))
     factory.estimate_all(None)
     budget = factory.fit.budget
     assert set(factory.fit.unfit) == ({"tools"} if max_model_len == 512 else set())
@@ -141,7 +142,7 @@ def test_repeat_keys_change_with_the_fit_generation():
     factory = RequestFactory(ScenarioSettings(), "m")
     first = factory.plan()
     assert first.repeat_key == "text/plain"
-    factory.fit.generation = 3
+    factory.refit(replace(factory.fit, generation=3))
     factory._counts["text"] = 4  # the next text request is a repeat again
     factory._order = iter(["text"])
     assert factory.plan().repeat_key.endswith("#3")

@@ -9,15 +9,14 @@ the identical-request keys: requests built at another scale are not "identical".
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 MARGIN = 0.8
 MIN_SCALE = 0.02
 
 
-@dataclass
+@dataclass(frozen=True)
 class ScenarioSize:
     """A scenario's largest prompt in tokens at scale 1: a fixed part (template, tool schemas) and the
     part that scales."""
@@ -29,24 +28,24 @@ class ScenarioSize:
         return self.fixed + self.scaled * scale
 
 
-@dataclass
+@dataclass(frozen=True)
 class ContextFit:
-    """How big each scenario's prompts may be: live state, shared on purpose (not a value between rooms).
+    """How big each scenario's prompts may be, as learned so far: a value, never changed in place.
 
-    The verify session feeds it (`learn_context` when the server's context length is learned,
-    `observed` when an answer reports more prompt tokens than the budget); the request builders read
-    `scale()` for every request and key repeats by `generation`, which counts the changes (made under
-    the lock).
+    What the session learns (the server's context length, an answer reporting more prompt tokens than the
+    budget, a raised max_tokens) makes a new fit (`with_context`, `observed`, `with_max_tokens`,
+    `with_sizes`), which its owner, the request factory, takes in one step (`RequestFactory.refit`). A
+    builder reads the factory's fit once per request, so a request's scale comes from one fit whatever
+    happens meanwhile; repeats are keyed by `generation`, which counts the changes of scale.
     """
 
     max_model_len: int | None = None
     max_tokens: int = 16
     margin: float = MARGIN
-    sizes: dict[str, ScenarioSize] = field(default_factory=dict)
-    scales: dict[str, float] = field(default_factory=dict)
+    sizes: Mapping[str, ScenarioSize] = field(default_factory=dict)
+    scales: Mapping[str, float] = field(default_factory=dict)
     generation: int = 0
-    unfit: dict[str, str] = field(default_factory=dict)  # scenario -> why nothing of it can fit
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    unfit: Mapping[str, str] = field(default_factory=dict)  # scenario -> why nothing of it can fit
 
     @property
     def budget(self) -> float | None:
@@ -57,42 +56,51 @@ class ContextFit:
     def scale(self, scenario: str) -> float:
         return self.scales.get(scenario, 1.0)
 
-    def plan(self) -> None:
-        """(Re)compute every scale from the sizes and the budget."""
+    def planned(self) -> ContextFit:
+        """This fit with every scale (re)computed from the sizes and the budget (self when none changes)."""
         budget = self.budget
-        with self._lock:
-            for name, size in self.sizes.items():
-                if budget is None or size.at(1.0) <= budget:
-                    scale = 1.0
-                elif size.fixed >= budget or size.scaled <= 0:
-                    scale = MIN_SCALE
-                    self.unfit[name] = (
-                        f"its fixed part alone (~{size.fixed:.0f} tokens) exceeds the budget of {budget:.0f}"
-                    )
-                else:
-                    scale = max(MIN_SCALE, (budget - size.fixed) / size.scaled)
-                if abs(scale - self.scales.get(name, 1.0)) > 1e-9:
-                    self.scales[name] = scale
-                    self.generation += 1
+        scales, unfit, generation = dict(self.scales), dict(self.unfit), self.generation
+        for name, size in self.sizes.items():
+            if budget is None or size.at(1.0) <= budget:
+                scale = 1.0
+            elif size.fixed >= budget or size.scaled <= 0:
+                scale = MIN_SCALE
+                unfit[name] = f"its fixed part alone (~{size.fixed:.0f} tokens) exceeds the budget of {budget:.0f}"
+            else:
+                scale = max(MIN_SCALE, (budget - size.fixed) / size.scaled)
+            if abs(scale - scales.get(name, 1.0)) > 1e-9:
+                scales[name] = scale
+                generation += 1
+        if generation == self.generation and unfit == self.unfit:
+            return self
+        return replace(self, scales=scales, unfit=unfit, generation=generation)
 
-    def learn_context(self, max_model_len: int) -> None:
-        if self.max_model_len != max_model_len:
-            self.max_model_len = max_model_len
-            self.plan()
+    def with_context(self, max_model_len: int | None) -> ContextFit:
+        """The fit to a context of `max_model_len` tokens (None: not known)."""
+        if self.max_model_len == max_model_len:
+            return self
+        return replace(self, max_model_len=max_model_len).planned()
 
-    def observed(self, scenario: str, scale: float, prompt_tokens: int) -> bool:
-        """A prompt built at `scale` had `prompt_tokens`: shrink if that is over the budget (or near it)."""
+    def with_max_tokens(self, max_tokens: int) -> ContextFit:
+        """The fit when answers may take `max_tokens` of the context."""
+        if self.max_tokens == max_tokens:
+            return self
+        return replace(self, max_tokens=max_tokens).planned()
+
+    def with_sizes(self, sizes: Mapping[str, ScenarioSize]) -> ContextFit:
+        """The fit with these scenarios' largest prompts (the others' kept)."""
+        return replace(self, sizes={**self.sizes, **sizes}).planned()
+
+    def observed(self, scenario: str, scale: float, prompt_tokens: int) -> ContextFit:
+        """A prompt built at `scale` had `prompt_tokens`: the fit shrunk if that is over the budget (self when
+        it is not, or when the scenario has been shrunk past this already, by another answer)."""
         budget = self.budget
         if budget is None or prompt_tokens <= budget:
-            return False
-        with self._lock:
-            current = self.scales.get(scenario, 1.0)
-            wanted = max(MIN_SCALE, scale * budget / prompt_tokens * 0.9)
-            if wanted >= current:
-                return False  # already shrunk past this, by another answer
-            self.scales[scenario] = wanted
-            self.generation += 1
-            return True
+            return self
+        wanted = max(MIN_SCALE, scale * budget / prompt_tokens * 0.9)
+        if wanted >= self.scales.get(scenario, 1.0):
+            return self
+        return replace(self, scales={**self.scales, scenario: wanted}, generation=self.generation + 1)
 
     def summary(self) -> FitSummary:
         """What the fit came to: the context, the budget, each scenario's scale and largest prompt."""

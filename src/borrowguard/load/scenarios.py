@@ -131,7 +131,7 @@ class RequestFactory:
             raise ValueError("images_per_request must be >= 1")
         self.settings = settings
         self.model = model
-        self.fit = fit or ContextFit(max_tokens=self.max_tokens_sent)
+        self._fit = fit or ContextFit(max_tokens=self.max_tokens_sent)
         self._rng = random.Random(settings.seed)
         self._order = cycle(_smooth_weighted_order(settings.mix))
         self._counts = dict.fromkeys(settings.mix, 0)
@@ -145,6 +145,20 @@ class RequestFactory:
         self.pooling_endpoints: dict[str, tuple[Endpoint, ...]] = {
             name: tuple(Endpoint(p) for p in paths) for name, paths in pooling.SCENARIO_ENDPOINTS.items()
         }
+
+    @property
+    def fit(self) -> ContextFit:
+        """The workload's current fit to the server's context: what every request is built at."""
+        return self._fit
+
+    def refit(self, fit: ContextFit) -> bool:
+        """Build from now on at `fit` (made from the current one: `ContextFit.with_context`, `observed`...).
+        True when it is another fit. The one way the fit changes: on the event loop, where the session learns
+        from answers; a builder on a thread reads the old fit or the new, whole."""
+        if fit is self._fit:
+            return False
+        self._fit = fit
+        return True
 
     @property
     def scenarios(self) -> list[str]:
@@ -308,9 +322,7 @@ class RequestFactory:
                 return counts[key]
             return _chars(body) / CHARS_PER_TOKEN_GUESS
 
-        for scenario in self.scenarios:
-            self.fit.sizes[scenario] = self.estimate(scenario, count)
-        self.fit.plan()
+        self.refit(self.fit.with_sizes({scenario: self.estimate(scenario, count) for scenario in self.scenarios}))
 
     def largest(self, scenario: str, scale: float) -> dict[str, Any]:
         """The /tokenize body of the scenario's largest request at `scale` (images left out)."""

@@ -23,7 +23,6 @@ import aiohttp
 from borrowguard._text import mask
 from borrowguard.load.client import TEMPLATE_ALLOWANCE, error_message, redirect_message
 from borrowguard.load.faults import Fault, MismatchKind, blame, context_numbers
-from borrowguard.load.fit import ContextFit
 from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory, ScenarioSettings
 from borrowguard.verify.discovery import EndpointProbe, discover
 from borrowguard.verify.wording import FIXES, flag
@@ -91,10 +90,10 @@ class Preflight:
             self.learned = replace(self.learned, max_model_len=max_model_len, max_model_len_source=flag("max_model_len"))
         assert self.learned.model is not None  # models() raised otherwise
         factory = RequestFactory(settings, self.learned.model)
-        factory.fit = ContextFit(max_model_len=self.learned.max_model_len, max_tokens=factory.max_tokens_sent)
+        factory.refit(factory.fit.with_context(self.learned.max_model_len))
         self.learned = await self.probe(factory, self.learned)
-        if max_model_len is None and self.learned.max_model_len != factory.fit.max_model_len:
-            factory.fit.max_model_len = self.learned.max_model_len  # a context-length answer said it
+        if max_model_len is None:  # a context-length answer may have said it
+            factory.refit(factory.fit.with_context(self.learned.max_model_len))
         self.learned = await self.measure(factory, self.learned)
         return self.learned, factory
 

@@ -352,32 +352,34 @@ class Session:
 
     def _on_outcome(self, outcome: Outcome) -> None:
         """Fit the workload as the server answers: a prompt said to be too long shrinks its scenario."""
-        fit = self.factory.fit if self.factory is not None else None
-        if fit is None:
+        factory = self.factory
+        if factory is None:
             return
         if outcome.mismatch is MismatchKind.TOOL_CALL_CUT:
             self._tool_call_cut(outcome)
             return
+        fit = factory.fit
         if outcome.fault is Fault.WORKLOAD and outcome.mismatch is MismatchKind.TOO_LONG:
             length, tokens = context_numbers(outcome.message or "")
             if length and self.config.max_model_len is None:
-                fit.learn_context(length)
+                fit = fit.with_context(length)
             if tokens:
-                fit.observed(outcome.scenario, outcome.scale, tokens)
+                fit = fit.observed(outcome.scenario, outcome.scale, tokens)
             elif fit.budget is not None:
-                fit.observed(outcome.scenario, outcome.scale, int(fit.budget * 2))
+                fit = fit.observed(outcome.scenario, outcome.scale, int(fit.budget * 2))
+            factory.refit(fit)
         elif outcome.ok and outcome.prompt_tokens and not RequestFactory.is_pooling(outcome.scenario):
             # (a pooling answer counts every input of a batch, and truncated ones: not one prompt's size)
-            fit.observed(outcome.scenario, outcome.scale, outcome.prompt_tokens)
+            factory.refit(fit.observed(outcome.scenario, outcome.scale, outcome.prompt_tokens))
 
     def _tool_call_cut(self, outcome: Outcome) -> None:
         """Our max_tokens cut a forced tool call (vLLM 0.17's 400 "Invalid JSON: EOF while parsing"): the prompt
         was tokenized and generated, so the request exercised the tokenizer; raise max_tokens, within a bound."""
         assert self.factory is not None
         self.tool_calls_cut += 1
-        if self.factory.raise_tool_max_tokens(self.factory.fit.max_model_len):
-            self.factory.fit.max_tokens = max(self.factory.fit.max_tokens, self.factory.tool_max_tokens)
-            self.factory.fit.plan()
+        fit = self.factory.fit
+        if self.factory.raise_tool_max_tokens(fit.max_model_len):
+            self.factory.refit(fit.with_max_tokens(max(fit.max_tokens, self.factory.tool_max_tokens)))
 
     def _on_finding(self, finding: LogEvent) -> None:
         if self.metrics is not None:
