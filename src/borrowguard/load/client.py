@@ -36,13 +36,11 @@ TIMEOUT, REFUSED, CONNECT, RESET, BAD_SSE, CUT_STREAM, BAD_JSON, STREAM_ERROR, C
 )  # fmt: skip
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Outcome:
-    """What happened to one request. Times are seconds; `start` is relative to the run's start.
-
-    A builder, mutable on purpose: `ChatClient.send` fills it in while the answer arrives (a retry resets
-    its error) and hands it over once; from then on it is read, never written (`LoadMetrics.finished`
-    returns a replaced copy with the tie-broken fault, it does not write into the caller's).
+    """What happened to one request: a value, made once when the request is done (`ChatClient.send`).
+    Times are seconds; `start` is relative to the run's start. `LoadMetrics.finished` hands back a
+    replaced copy when it breaks a tie over the fault; nothing writes into one.
     """
 
     scenario: str
@@ -84,6 +82,24 @@ class Outcome:
         data.pop("vectors")
         data["ok"] = self.ok
         return data
+
+
+@dataclass(slots=True)
+class _Answer:
+    """What one request's answer says, filled in while it arrives (by `ChatClient.send` and its readers
+    only); `send` makes the Outcome of it once, at the end."""
+
+    status: int | None = None
+    error: str | None = None
+    message: str | None = None
+    ttft: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    vectors: tuple[tuple[float, ...], ...] | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.status is not None and 200 <= self.status < 300
 
 
 class ChatClient:
@@ -130,32 +146,35 @@ class ChatClient:
     async def send(self, request: BuiltRequest) -> Outcome:
         plan = request.plan
         started = time.perf_counter()
-        out = Outcome(
-            plan.scenario, plan.repeat_key, plan.truncate, start=started - self.t0,
-            endpoint=request.path, scale=request.scale, bad_words=plan.bad_words,
-        )
+        out = _Answer()
         connection: dict[str, bool] = {}
-        stale = await self._attempt(request, out, started, self.timeout, connection)
-        if stale:
+        retried = await self._attempt(request, out, started, self.timeout, connection, retried=False)
+        if retried:
             # A server that closes a keep-alive connection after an error answer (vLLM does, after each
             # exception) makes the next request written on it fail before any byte of answer: that request
             # never reached the server. Send it once more, on a fresh connection, as HTTP clients do.
             out.error = out.message = None
-            out.retried = True
             remaining = self.timeout - (time.perf_counter() - started)
-            await self._attempt(request, out, started, remaining, {})
-        out.latency = time.perf_counter() - started
+            await self._attempt(request, out, started, remaining, {}, retried=True)
+        latency = time.perf_counter() - started
+        fault = mismatch = None
         if not out.ok:
             verdict = blame(out.status, out.message, plan.scenario, scale=request.scale,
                             served=request.path in self.served)
-            out.fault, out.mismatch = verdict.fault, verdict.mismatch
-        return out
+            fault, mismatch = verdict.fault, verdict.mismatch
+        return Outcome(
+            plan.scenario, plan.repeat_key, plan.truncate, start=started - self.t0, latency=latency, ttft=out.ttft,
+            status=out.status, error=out.error, message=out.message, prompt_tokens=out.prompt_tokens,
+            completion_tokens=out.completion_tokens, endpoint=request.path, scale=request.scale, retried=retried,
+            fault=fault, mismatch=mismatch, bad_words=plan.bad_words, vectors=out.vectors,
+        )
 
     async def _attempt(
-        self, request: BuiltRequest, out: Outcome, started: float, timeout: float, connection: dict[str, bool]
+        self, request: BuiltRequest, out: _Answer, started: float, timeout: float, connection: dict[str, bool],
+        *, retried: bool,
     ) -> bool:
-        """One try; True when it failed on a reused connection the server had already closed, before any
-        answer (worth one retry: the request never reached the server)."""
+        """One try (`retried`: the second); True when the first failed on a reused connection the server had
+        already closed, before any answer (worth one retry: the request never reached the server)."""
         try:
             await asyncio.wait_for(self._exchange(request, out, started, connection), max(0.001, timeout))
         except asyncio.TimeoutError:
@@ -165,7 +184,7 @@ class ChatClient:
             out.error, out.message = (REFUSED if refused else CONNECT), self._clean(str(exc))
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError) as exc:
             out.error, out.message = RESET, self._clean(f"{type(exc).__name__}: {exc}")
-            return out.status is None and not out.retried and connection.get("reused", False)
+            return out.status is None and not retried and connection.get("reused", False)
         except aiohttp.ClientPayloadError as exc:
             out.error, out.message = RESET, self._clean(f"{type(exc).__name__}: {exc}")
         except (aiohttp.ClientError, ValueError, UnicodeError) as exc:
@@ -173,7 +192,7 @@ class ChatClient:
         return False
 
     async def _exchange(
-        self, request: BuiltRequest, out: Outcome, started: float, connection: dict[str, bool]
+        self, request: BuiltRequest, out: _Answer, started: float, connection: dict[str, bool]
     ) -> None:
         async with self.session.post(
             self.base_url + request.path, data=request.body, trace_request_ctx=connection, allow_redirects=False
@@ -189,7 +208,7 @@ class ChatClient:
                 self._read_tokenize(await _read_bounded(resp, MAX_BODY), out, len(request.body))
                 return
             if request.plan.endpoint in POOLING_ENDPOINTS:
-                self._read_pooling(await _read_bounded(resp, MAX_BODY), out)
+                self._read_pooling(await _read_bounded(resp, MAX_BODY), out, request.plan.repeat_key is not None)
                 return
             # A streamed request may still get a plain JSON answer (some servers do that for errors).
             if _is_event_stream(resp) or (request.stream and resp.content_type != "application/json"):
@@ -197,7 +216,7 @@ class ChatClient:
             else:
                 self._read_completion(await _read_bounded(resp, MAX_BODY), out)
 
-    async def _read_stream(self, resp: aiohttp.ClientResponse, out: Outcome, started: float) -> None:
+    async def _read_stream(self, resp: aiohttp.ClientResponse, out: _Answer, started: float) -> None:
         parser = SSEParser()
         done = False
         try:
@@ -217,7 +236,7 @@ class ChatClient:
             out.error, out.message = CUT_STREAM, "the stream ended without `data: [DONE]`" + (
                 " (its last event was not ended by a blank line)" if unfinished else "")
 
-    def _on_event(self, payload: str, out: Outcome, started: float) -> bool:
+    def _on_event(self, payload: str, out: _Answer, started: float) -> bool:
         if out.error is not None:
             return False
         if payload.strip() == "[DONE]":
@@ -238,7 +257,7 @@ class ChatClient:
         _take_usage(event, out)
         return False
 
-    def _read_completion(self, raw: bytes, out: Outcome) -> None:
+    def _read_completion(self, raw: bytes, out: _Answer) -> None:
         try:
             body = json.loads(raw)
         except ValueError:
@@ -253,7 +272,7 @@ class ChatClient:
             return
         _take_usage(body, out)
 
-    def _read_pooling(self, raw: bytes, out: Outcome) -> None:
+    def _read_pooling(self, raw: bytes, out: _Answer, repeat: bool) -> None:
         """An embeddings / pooling / classify / score answer (`data`) or a rerank answer (`results`)."""
         try:
             body = json.loads(raw)
@@ -270,10 +289,10 @@ class ChatClient:
             out.error, out.message = BAD_JSON, "the answer has no `data` (or `results`) items"
             return
         _take_usage(body, out)
-        if out.repeat_key is not None:
+        if repeat:
             out.vectors = pooled_vectors(items)
 
-    def _read_tokenize(self, raw: bytes, out: Outcome, sent: int) -> None:
+    def _read_tokenize(self, raw: bytes, out: _Answer, sent: int) -> None:
         try:
             body = json.loads(raw)
         except ValueError:
@@ -397,7 +416,7 @@ def _has_output(event: dict) -> bool:
     return False
 
 
-def _take_usage(body: dict, out: Outcome) -> None:
+def _take_usage(body: dict, out: _Answer) -> None:
     usage = body.get("usage")
     if isinstance(usage, dict):
         prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
