@@ -43,6 +43,9 @@ def test_user_mistakes_exit_2_with_a_message(tmp_path: Path) -> None:
         "cannot listen on 127.0.0.1": ["--port", str(busy.getsockname()[1])],
         "--tokenizer-workers must be at least 1": ["--tokenizer-workers", "0"],
         "--max-body-mb must be positive": ["--max-body-mb", "0"],
+        "--port must be between 0 and 65535, got 70000": ["--port", "70000"],
+        "--token-delay-ms must be >= 0": ["--token-delay-ms", "-1"],
+        "--model must not be empty": ["--model", " "],
         "Invalid value for '--guard'": ["--guard", "maybe"],
     }
     # Started together: each one pays the interpreter's start-up, not one after another.

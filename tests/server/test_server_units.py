@@ -14,7 +14,9 @@ import pytest
 from PIL import Image
 from prometheus_client.parser import text_string_to_metric_families
 
+from borrowguard.errors import ConfigError
 from borrowguard.server import logs
+from borrowguard.server.config import ServerConfig
 from borrowguard.server.images import ImageBounds, ImageError, load_bytes, patch_count, smart_resize
 from borrowguard.server.metrics import Metrics
 from borrowguard.server.protocol import APIError, parse_chat, parse_json, parse_tokenize
@@ -301,3 +303,16 @@ def test_log_format_is_vllm_like(tmp_path, capsys) -> None:
     assert re.search(r"^INFO \d\d-\d\d \d\d:\d\d:\d\d \[test_server_units\.py:\d+\] hello$", text, re.M)
     assert "hello" in capsys.readouterr().out
     assert logging.getLogger(logs.LOGGER_NAME).propagate is False
+
+
+@pytest.mark.parametrize(("settings", "said"), [
+    ({"port": 70000}, "port must be between 0 and 65535, got 70000"),
+    ({"workers": 0}, "workers must be at least 1, got 0"),
+    ({"token_delay_ms": -1.0}, "token_delay_ms must be >= 0, got -1"),
+    ({"max_body_mb": 0.0}, "max_body_mb must be positive, got 0"),
+    ({"model": " "}, "model must not be empty"),
+])
+def test_server_settings_out_of_range_name_the_setting_not_a_flag(settings: dict, said: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ServerConfig(**settings)
+    assert str(caught.value) == said and caught.value.setting == next(iter(settings))

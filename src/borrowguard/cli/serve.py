@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from borrowguard.errors import BorrowguardError, UserInputError
+from borrowguard.errors import BorrowguardError, ConfigError, UserInputError
 from borrowguard.server.config import DEFAULT_MODEL, DEFAULT_PORT, ServerConfig
 
 
@@ -51,9 +51,12 @@ def serve(host: str, port: int, tokenizer: Path | None, workers: int, guard: str
     """
     if log_file is not None and not log_file.parent.is_dir():
         raise UserInputError(f"--log-file: directory {log_file.parent} does not exist")
-    config = ServerConfig(host=host, port=port, tokenizer=tokenizer, workers=workers, guard=guard == "on",
-                          token_delay_ms=token_delay_ms, log_file=log_file, max_body_mb=max_body_mb,
-                          allow_remote_images=allow_remote_images, model=model)
+    try:
+        config = ServerConfig(host=host, port=port, tokenizer=tokenizer, workers=workers, guard=guard == "on",
+                              token_delay_ms=token_delay_ms, log_file=log_file, max_body_mb=max_body_mb,
+                              allow_remote_images=allow_remote_images, model=model)
+    except ConfigError as exc:
+        raise UserInputError(exc.said_as(_flag(exc.setting))) from None
     # Imported here: FastAPI, uvicorn and transformers are only needed once we really serve.
     from borrowguard.server.runner import serve as run_server
 
@@ -63,6 +66,8 @@ def serve(host: str, port: int, tokenizer: Path | None, workers: int, guard: str
 
     try:
         run_server(config, on_ready=announce)
+    except ConfigError as exc:
+        raise UserInputError(exc.said_as(_flag(exc.setting))) from None
     except UserInputError:
         raise
     except BorrowguardError as exc:
@@ -70,3 +75,8 @@ def serve(host: str, port: int, tokenizer: Path | None, workers: int, guard: str
         sys.exit(1)
     except KeyboardInterrupt:
         pass
+
+
+def _flag(setting: str) -> str:
+    """The option that sets a ServerConfig field (`workers` is --tokenizer-workers: it counts tokenizer threads)."""
+    return "--tokenizer-workers" if setting == "workers" else "--" + setting.replace("_", "-")

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from borrowguard.data import CHATML, tokenizer_path
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError
 
 DEFAULT_MODEL = "borrowguard-stub"
 DEFAULT_PORT = 8000
@@ -30,16 +30,17 @@ class ServerConfig:
     model: str | None = None
 
     def __post_init__(self) -> None:
+        """ConfigError naming the setting (the CLI says the flag that set it)."""
         if not 0 <= self.port <= 65535:
-            raise UserInputError(f"--port must be between 0 and 65535, got {self.port}")
+            raise ConfigError("port", f"{{}} must be between 0 and 65535, got {self.port}")
         if self.workers < 1:
-            raise UserInputError(f"--tokenizer-workers must be at least 1, got {self.workers}")
+            raise ConfigError("workers", f"{{}} must be at least 1, got {self.workers}")
         if self.token_delay_ms < 0:
-            raise UserInputError(f"--token-delay-ms must be >= 0, got {self.token_delay_ms:g}")
+            raise ConfigError("token_delay_ms", f"{{}} must be >= 0, got {self.token_delay_ms:g}")
         if self.max_body_mb <= 0:
-            raise UserInputError(f"--max-body-mb must be positive, got {self.max_body_mb:g}")
+            raise ConfigError("max_body_mb", f"{{}} must be positive, got {self.max_body_mb:g}")
         if self.model is not None and not self.model.strip():
-            raise UserInputError("--model must not be empty")
+            raise ConfigError("model", "{} must not be empty")
 
     @property
     def tokenizer_dir(self) -> Path:

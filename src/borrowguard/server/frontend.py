@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError, UserInputError
 from borrowguard.server.images import (
     ImageBounds,
     ImageError,
@@ -60,7 +60,7 @@ class FrontEnd:
     def __init__(self, tokenizer: Any, workers: int = 4, bounds: ImageBounds | None = None,
                  allow_remote_images: bool = False) -> None:
         if workers < 1:
-            raise UserInputError("--tokenizer-workers must be at least 1")
+            raise ConfigError("workers", "{} must be at least 1")
         self.tokenizer = tokenizer
         self.bounds = bounds or ImageBounds()
         self.allow_remote_images = allow_remote_images

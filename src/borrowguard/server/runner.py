@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 
 from borrowguard._version import __version__
-from borrowguard.errors import BorrowguardError, UserInputError
+from borrowguard.errors import BorrowguardError, ConfigError, UserInputError
 from borrowguard.server import logs
 from borrowguard.server.app import ServerState, create_app
 from borrowguard.server.config import WATCH_STDIN_ENV, ServerConfig
@@ -62,7 +62,7 @@ def bind(host: str, port: int) -> socket.socket:
     try:
         infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except socket.gaierror as exc:
-        raise UserInputError(f"cannot resolve --host {host!r}: {exc.strerror}") from None
+        raise ConfigError("host", "cannot resolve {} ", detail=f"{host!r}: {exc.strerror}") from None
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
