@@ -342,3 +342,25 @@ def test_the_preflights_target_is_frozen_and_replaced_not_changed() -> None:
     served = dataclasses.replace(target, endpoints={str(Endpoint.TOKENIZE): True})
     assert served.serves(Endpoint.TOKENIZE) and not target.serves(Endpoint.TOKENIZE)
     assert target.serves(Endpoint.CHAT, unknown=True) and not served.serves(Endpoint.CHAT)
+
+
+def test_the_servers_start_up_facts_travel_typed_and_are_written_as_known_facts(tmp_path: Path) -> None:
+    """A log's head (read once) and its live lines merge, the live ones over the head's; the document
+    writes the known facts only, as before the facts were typed."""
+    from borrowguard.scan.startup import StartupFacts
+    from borrowguard.verify.document import to_dict
+    from borrowguard.verify.preflight import Target
+    from borrowguard.verify.session import _renderer_workers
+    from borrowguard.verify.watch import _merged, _startup_facts
+
+    log = tmp_path / "server.log"
+    log.write_text("INFO [utils.py:233] non-default args: {'model': 'm', 'max_model_len': 2048, 'max_num_seqs': 16}\n")
+    head = _startup_facts(log)
+    assert head is not None and (head.max_model_len, head.renderer_num_workers) == (2048, 1)  # absent: vLLM's 1
+    merged = _merged(head, StartupFacts(renderer_num_workers=4))
+    assert merged is not None and (merged.max_model_len, merged.renderer_num_workers) == (2048, 4)
+    assert _merged(None, head) is head and _merged(head, None) is head and _startup_facts(tmp_path / "none") is None
+    assert _renderer_workers(merged) == 4 and _renderer_workers(None) is None
+    document = to_dict(Target("http://h:8000", bundled_server=False, server_config=merged))
+    assert document["server_config"] == {k: v for k, v in merged.to_dict().items() if v is not None}
+    assert to_dict(Target("http://h:8000", bundled_server=False))["server_config"] == {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from borrowguard.knowledge import KnowledgeBase, load
 from borrowguard.knowledge.model import Confidence
@@ -96,10 +96,10 @@ class Scanner(BulkReading):
 
     # ---- input ------------------------------------------------------------------------------------
 
-    def server_config(self) -> dict[str, Any]:
-        """What the server's start-up lines said so far (vLLM version, max_model_len, renderer workers...)."""
-        config = self._server.config()
-        return config.facts() if config is not None else {}
+    def startup_facts(self) -> startup.StartupFacts | None:
+        """What the server's start-up lines said so far (vLLM version, max_model_len, renderer workers...);
+        None when they said nothing."""
+        return self._server.config()
 
     def feed(self, line: str | bytes, source: str = "log") -> list[Hit]:
         """One line (without or with its newline); the hits it completes, which may include an earlier

@@ -10,7 +10,7 @@ every fact is read with its own bounded regex rather than by parsing the whole d
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from enum import Enum
 from typing import Any
 
@@ -26,7 +26,7 @@ class Phase(Enum):
     """The server (or its engine) finished starting."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class StartupFacts:
     """The facts the knowledge base's rules may use; None where the log does not say."""
 
@@ -48,6 +48,10 @@ class StartupFacts:
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(self)  # type: ignore[no-any-return]
+
+    def merged(self, later: StartupFacts) -> StartupFacts:
+        """These facts, with what `later` knows over them."""
+        return replace(self, **later.facts())
 
 
 _PHASES: tuple[tuple[Phase, tuple[str, ...]], ...] = (
@@ -114,7 +118,7 @@ class StartupWatch:
     that an engine's own config line corrects an argument's) and the start-up phase."""
 
     def __init__(self) -> None:
-        self._config = StartupFacts()
+        self._facts: dict[str, Any] = {}  # fact -> its value, as read so far
         self._args_seen = False
 
     def observe(self, message: str) -> Phase | None:
@@ -122,8 +126,8 @@ class StartupWatch:
         if _ANY.search(message) is None:
             return None
         m = _VERSION.search(message)
-        if m and self._config.vllm_version is None:
-            self._config.vllm_version = m["v"].rstrip(".)")
+        if m and self._facts.get("vllm_version") is None:
+            self._facts["vllm_version"] = m["v"].rstrip(".)")
         is_args = "non-default args" in message or "args: Namespace(" in message
         engine_line = _ENGINE in message  # also the config dump an engine writes when it fails
         if is_args or engine_line:
@@ -136,18 +140,14 @@ class StartupWatch:
 
     def config(self) -> StartupFacts | None:
         """What is known so far (None when nothing is)."""
-        if not self._config.known():
+        if not self._facts:
             return None
-        snapshot = StartupFacts(**self._config.to_dict())
-        if self._args_seen:
-            for name in _DEFAULT_ONE:
-                if getattr(snapshot, name) is None:
-                    setattr(snapshot, name, 1)
-        return snapshot
+        defaults = dict.fromkeys(_DEFAULT_ONE, 1) if self._args_seen else {}
+        return StartupFacts(**{**defaults, **self._facts})
 
     def _read_facts(self, message: str, override: bool) -> None:
         for name, patterns in _FACTS:
-            if getattr(self._config, name) is not None and not override:
+            if self._facts.get(name) is not None and not override:
                 continue
             for pattern in patterns:
                 m = pattern.search(message)
@@ -155,5 +155,5 @@ class StartupWatch:
                     value: Any = m["v"]
                     if name not in ("model", "structured_outputs_backend"):
                         value = int(value)
-                    setattr(self._config, name, value)
+                    self._facts[name] = value
                     break

@@ -144,7 +144,7 @@ def _(value: Target) -> dict[str, Any]:
         "max_model_len_source": value.max_model_len_source,
         "endpoints": dict(value.endpoints),
         "scenarios": dict(value.scenarios),
-        "server_config": dict(value.server_config),
+        "server_config": value.server_config.facts() if value.server_config is not None else {},
         "nothing_served": value.nothing_served,
     }
 

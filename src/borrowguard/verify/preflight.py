@@ -16,7 +16,7 @@ import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -26,6 +26,9 @@ from borrowguard.load.faults import Fault, MismatchKind, blame, context_numbers
 from borrowguard.load.scenarios import CHAT_MIX, POOLING_MIX, Endpoint, RequestFactory, ScenarioSettings
 from borrowguard.verify.discovery import EndpointProbe, discover
 from borrowguard.verify.wording import FIXES, flag
+
+if TYPE_CHECKING:
+    from borrowguard.scan.startup import StartupFacts
 
 _MAX_BODY = 1 << 20
 _PROBE_SCALE = 0.05  # a probe is a small request of its scenario: it tests acceptance, not size
@@ -48,7 +51,7 @@ class Target:
     max_model_len_source: str | None = None
     endpoints: Mapping[str, bool] = field(default_factory=dict)  # path -> answered (not 404/405)
     scenarios: Mapping[str, str] = field(default_factory=dict)  # scenario -> "accepted" | "skipped: why"
-    server_config: Mapping[str, Any] = field(default_factory=dict)  # from the server's start-up log lines
+    server_config: StartupFacts | None = None  # from the server's start-up log lines
     nothing_served: bool = False  # no endpoint any scenario needs answered the discovery probes
 
     def serves(self, endpoint: Endpoint, unknown: bool = False) -> bool:

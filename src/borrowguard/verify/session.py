@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING
 
 import aiohttp
 
@@ -47,6 +47,7 @@ from borrowguard.verify.watch import PREFLIGHT, HealthWatch, LogEvent, LogWatch,
 from borrowguard.verify.wording import flag
 
 if TYPE_CHECKING:
+    from borrowguard.scan.startup import StartupFacts
     from borrowguard.server.process import ServerProcess
 
 _DEATH_GRACE = 1.0  # after engine death, in-flight requests get this long to fail on their own
@@ -195,7 +196,7 @@ class Session:
                 self.metrics_scrape = MetricsScrape(metrics_before, metrics_after)
             self.fit = factory.fit.summary()
             server_config = self.logs.server_config()
-            if server_config:
+            if server_config is not None:
                 self.target = replace(target, server_config=server_config)
             exposure = race_exposure(
                 target.server,
@@ -508,12 +509,12 @@ def _ok_counts(level: LevelResult) -> dict[str, int]:
     return {name: stats.ok + cut.get(name, 0) for name, stats in level.summary.scenarios.items()}
 
 
-def _renderer_workers(server_config: Mapping[str, Any]) -> int | None:
+def _renderer_workers(server_config: StartupFacts | None) -> int | None:
     """vLLM's --renderer-num-workers, from its start-up lines in the log (absent there: the default, 1)."""
-    if server_config:
-        workers = server_config.get("renderer_num_workers")
-        return int(workers) if isinstance(workers, int) else 1
-    return None
+    if server_config is None:
+        return None
+    workers = server_config.renderer_num_workers
+    return workers if workers is not None else 1
 
 
 def _base(url: str) -> str:

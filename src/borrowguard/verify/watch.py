@@ -27,6 +27,7 @@ from borrowguard._text import mask
 
 if TYPE_CHECKING:
     from borrowguard.scan import Follower, Hit, SourceState
+    from borrowguard.scan.startup import StartupFacts
 
 _MAX_FINDINGS = 200  # findings kept verbatim; the counts stay exact
 _MAX_LINE = 4096
@@ -90,7 +91,7 @@ class LogWatch:
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=20_000)
         self._follower: Follower | None = None
         self._scanner: Any = None
-        self._head_config: dict[str, Any] = {}
+        self._head_facts: StartupFacts | None = None
 
     @property
     def active(self) -> bool:
@@ -104,7 +105,7 @@ class LogWatch:
         for cmd in self.commands:
             follower.add_command(cmd)
         for path in self.files:
-            self._head_config.update(_startup_config(path))
+            self._head_facts = _merged(self._head_facts, _startup_facts(path))
             # Where the file ends now, not when the follower thread gets to open it: lines written
             # right after start() belong to the run.
             follower.add_file(path, start_at=path.stat().st_size if path.exists() else 0)
@@ -122,13 +123,11 @@ class LogWatch:
             except queue.Full:
                 continue
 
-    def server_config(self) -> dict[str, Any]:
-        """The server's configuration from its start-up lines, where a log showed them (else {}): those
-        followed live, or the head of a file followed from its end (where start-up was logged)."""
-        config = dict(self._head_config)
-        if self._scanner is not None:
-            config.update(self._scanner.server_config())
-        return config
+    def server_config(self) -> StartupFacts | None:
+        """The server's configuration from its start-up lines, where a log showed them (else None): those
+        followed live, over the head of a file followed from its end (where start-up was logged)."""
+        live = self._scanner.startup_facts() if self._scanner is not None else None
+        return _merged(self._head_facts, live)
 
     def sources_state(self) -> list[LogSource]:
         """Per log source: lines read, and the error that stopped it early (None when it ran to the end)."""
@@ -195,7 +194,13 @@ def _log_source(state: SourceState) -> LogSource:
     return LogSource(state.name, state.kind, state.lines, error, state.exit_code, state.exited)
 
 
-def _startup_config(path: Path, limit: int = 4 << 20) -> dict[str, Any]:
+def _merged(earlier: StartupFacts | None, later: StartupFacts | None) -> StartupFacts | None:
+    if earlier is None:
+        return later
+    return earlier if later is None else earlier.merged(later)
+
+
+def _startup_facts(path: Path, limit: int = 4 << 20) -> StartupFacts | None:
     """The server configuration the first `limit` bytes of a log show (its start-up lines)."""
     from borrowguard.scan import Scanner
 
@@ -205,8 +210,8 @@ def _startup_config(path: Path, limit: int = 4 << 20) -> dict[str, Any]:
             for raw in fh.read(limit).splitlines():
                 scanner.feed(raw.decode("utf-8", "replace")[:_MAX_LINE], source=str(path))
     except OSError:
-        return {}
-    return scanner.server_config()
+        return None
+    return scanner.startup_facts()
 
 
 @dataclass
