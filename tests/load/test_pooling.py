@@ -58,8 +58,12 @@ def test_without_vllm_extensions_nothing_is_truncated() -> None:
 
 def test_a_rerank_scenario_keeps_to_the_endpoints_the_preflight_found() -> None:
     factory = _factory("rerank=1")
-    factory.pooling_endpoints["rerank"] = (Endpoint.RERANK,)
+    every = factory.pooling_endpoints["rerank"]
+    factory.serve_only(lambda endpoint: endpoint is Endpoint.RERANK)
     assert {factory.build(factory.plan()).path for _ in range(50)} == {"/rerank"}
+    none = _factory("rerank=1")
+    none.serve_only(lambda endpoint: False)  # none served: all kept, for the preflight to say why and drop it
+    assert none.pooling_endpoints["rerank"] == every and not (none.chat or none.completions or none.detokenize)
 
 
 def test_discovery_tells_not_served_from_served() -> None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import reduce
 from itertools import cycle
@@ -137,14 +138,15 @@ class RequestFactory:
         self._counts = dict.fromkeys(settings.mix, 0)
         self._variants = {name: cycle(self.repeat_variants(name)) for name in settings.mix}
         self._repeat_cache: dict[str, bytes] = {}
-        self.completions = True  # the server has /v1/completions (the preflight says)
-        self.detokenize = True  # ... and /detokenize
-        self.chat = True  # ... and /v1/chat/completions (a pooling server has not)
-        self.tool_max_tokens = TOOL_MAX_TOKENS  # raised when a forced tool call is cut (raise_tool_max_tokens)
-        # pooling scenario -> the endpoints of it the server serves (the preflight narrows them)
+        # What the server serves, until the preflight says (serve_only): /v1/completions, /detokenize and
+        # /v1/chat/completions (a pooling server has not), and per pooling scenario its endpoints.
+        self.completions = True
+        self.detokenize = True
+        self.chat = True
         self.pooling_endpoints: dict[str, tuple[Endpoint, ...]] = {
             name: tuple(Endpoint(p) for p in paths) for name, paths in pooling.SCENARIO_ENDPOINTS.items()
         }
+        self.tool_max_tokens = TOOL_MAX_TOKENS  # raised when a forced tool call is cut (raise_tool_max_tokens)
 
     @property
     def fit(self) -> ContextFit:
@@ -174,6 +176,15 @@ class RequestFactory:
             return list(pooling.REPEAT_VARIANTS if self.settings.vllm_extensions else ("plain", "batch"))
         truncates = self.settings.vllm_extensions and scenario in TRUNCATABLE
         return ["plain", "trunc"] if truncates else ["plain"]
+
+    def serve_only(self, serves: Callable[[Endpoint], bool]) -> None:
+        """Send only to the endpoints for which `serves` is true (the preflight's discovery): a pooling
+        scenario none of whose endpoints is served keeps them all, for the preflight to say why and drop it."""
+        self.completions = serves(Endpoint.COMPLETION)
+        self.detokenize = serves(Endpoint.DETOKENIZE)
+        self.chat = serves(Endpoint.CHAT)
+        for name, endpoints in self.pooling_endpoints.items():
+            self.pooling_endpoints[name] = tuple(e for e in endpoints if serves(e)) or endpoints
 
     def drop(self, scenario: str) -> None:
         """Stop sending `scenario` (the server cannot take it); the others keep their weights."""

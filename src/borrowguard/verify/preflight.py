@@ -169,9 +169,7 @@ class Preflight:
         server does not serve or cannot take is skipped, not failed."""
         probes = await discover(self.post, self._discovery_bodies(factory))
         target = replace(target, endpoints={**target.endpoints, **{path: p.served for path, p in probes.items()}})
-        factory.completions = target.serves(Endpoint.COMPLETION, unknown=True)
-        factory.detokenize = target.serves(Endpoint.DETOKENIZE, unknown=True)
-        factory.chat = target.serves(Endpoint.CHAT, unknown=True)
+        factory.serve_only(lambda endpoint: target.serves(endpoint, unknown=True))
         target = self._drop_unserved(factory, target, probes)
         if probes and not any(p.served for p in probes.values()):
             target = replace(target, nothing_served=True)
@@ -216,12 +214,10 @@ class Preflight:
         chat = probes.get(str(Endpoint.CHAT))
         for scenario in list(factory.scenarios):
             if factory.is_pooling(scenario):
-                served = tuple(e for e in factory.pooling_endpoints[scenario]
-                               if probes.get(str(e)) is None or probes[str(e)].served)
-                if served:
-                    factory.pooling_endpoints[scenario] = served
+                endpoints = factory.pooling_endpoints[scenario]  # the served ones (serve_only), else all
+                if any(probes.get(str(e)) is None or probes[str(e)].served for e in endpoints):
                     continue
-                why = "; ".join(probes[str(e)].why for e in factory.pooling_endpoints[scenario])
+                why = "; ".join(probes[str(e)].why for e in endpoints)
             elif scenario in ("image", "tools") or (scenario == "text" and not factory.completions):
                 if chat is None or chat.served:
                     continue
