@@ -18,6 +18,7 @@ import multiprocessing.util
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,19 @@ def _is_slow(item: pytest.Item) -> bool:
 
 def _record(what: str) -> None:
     item = _current
-    if item is not None and not _is_slow(item):
+    if item is not None and not _is_slow(item) and not _finding_a_library():
         _started.setdefault(item.nodeid, []).append(what)
+
+
+def _finding_a_library() -> bool:
+    """Whether ctypes.util.find_library is running (it asks `ldconfig -p` where a shared library is): torch
+    does on its first import, which falls in whichever test first imports it, taking milliseconds."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_globals.get("__name__") == "ctypes.util":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _watch(owner: Any, name: str, what: str) -> None:
