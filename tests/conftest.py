@@ -18,6 +18,7 @@ import multiprocessing.util
 import os
 import socket
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -37,9 +38,21 @@ def _is_slow(item: pytest.Item) -> bool:
     return item.get_closest_marker("slow") is not None
 
 
+def _importing() -> bool:
+    """Whether a module is being imported: its import-time side effects are the process's, once, not the
+    test's (transformers' lazy imports reach cuda-bindings, whose ctypes.util.find_library runs ldconfig in
+    whichever test first touches that path, so the failure would move with the test order)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _record(what: str) -> None:
     item = _current
-    if item is not None and not _is_slow(item):
+    if item is not None and not _is_slow(item) and not _importing():
         _started.setdefault(item.nodeid, []).append(what)
 
 
