@@ -1,0 +1,47 @@
+"""The fifth set (tests/fixtures/logs/real-world-5/): excerpts collected after real-world-4's lessons were generalized.
+
+45 excerpts (33 positive, 12 near-miss) from public threads whose sources are in no earlier set: tokenizer races
+outside vLLM (sentence-transformers behind FastAPI, haystack's REST API, FlagEmbedding and mxbai rerankers, a Flask
+service, thread pools), other PyO3 borrow errors (SudachiPy, polars, a PyO3 user's pyclass), Rust RefCell and PyO3
+near-misses, engine deaths (SGLang schedulers, TGI shards, vLLM V0 and V1 pooling servers), NCCL, client and server
+4xx/5xx, healthy start-up and access lines. Labelled from their text and committed (725f1d8) before scan ever ran on
+them, with the rules of fc730f9.
+
+Measured as collected: precision 0.96, recall 0.77 (tp 27, fp 1, fn 8): engine-dead 5/9 (TGI's shard deaths in
+its own words, a V0 engine loop's cut traceback), http-error-status 8/9 (httpx's status glued to its reason),
+nccl-failure 6/7 (nccl-tests' "NCCL failure file.cu:N"), pyo3-borrow-elsewhere 1/3 (SudachiPy's tokenizer taken
+for the HF one: the one false alarm; a PyO3 user's "Already mutably borrowed" in backticks), tokenizer 7/7.
+
+    python bench/scan_recall.py --set held-out-3 --verbose
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_scan_recall import CASES, Case, bulk, cases, check_collected_set, found, line_by_line, score
+
+HELD_OUT_3 = cases("real-world-5")
+AS_COLLECTED = (0.96, 0.77)
+NOW = AS_COLLECTED
+
+
+def test_the_set_is_big_enough_cited_and_new() -> None:
+    earlier = (*CASES, *cases("real-world-2"), *cases("real-world-3"), *cases("real-world-4"))
+    check_collected_set(HELD_OUT_3, earlier=earlier)
+
+
+@pytest.mark.parametrize("case", HELD_OUT_3, ids=lambda c: f"{c.path.parent.name}/{c.path.name}")
+def test_both_read_paths_agree(case: Case) -> None:
+    assert found(bulk(case)) == found(line_by_line(case))
+
+
+@pytest.mark.parametrize("case", HELD_OUT_3, ids=lambda c: f"{c.path.parent.name}/{c.path.name}")
+def test_nothing_it_must_not_produce(case: Case) -> None:
+    if NOW == AS_COLLECTED and case.path.name.startswith("sudachi289"):
+        pytest.xfail("as collected: SudachiPy's tokenizer is taken for the HF one")
+    assert not case.reject & set(found(bulk(case))), case.source
+
+
+def test_precision_and_recall_do_not_fall_below_what_was_measured() -> None:
+    precision, recall, *_ = score(HELD_OUT_3)
+    assert round(precision, 2) >= NOW[0] and round(recall, 2) >= NOW[1], (precision, recall)
