@@ -7,10 +7,12 @@ near-misses, engine deaths (SGLang schedulers, TGI shards, vLLM V0 and V1 poolin
 4xx/5xx, healthy start-up and access lines. Labelled from their text and committed (725f1d8) before scan ever ran on
 them, with the rules of fc730f9.
 
-Measured as collected: precision 0.96, recall 0.77 (tp 27, fp 1, fn 8): engine-dead 5/9 (TGI's shard deaths in
+Measured as collected: precision 0.93, recall 0.77 (tp 27, fp 2, fn 8): engine-dead 5/9 (TGI's shard deaths in
 its own words, a V0 engine loop's cut traceback), http-error-status 8/9 (httpx's status glued to its reason),
-nccl-failure 6/7 (nccl-tests' "NCCL failure file.cu:N"), pyo3-borrow-elsewhere 1/3 (SudachiPy's tokenizer taken
-for the HF one: the one false alarm; a PyO3 user's "Already mutably borrowed" in backticks), tokenizer 7/7.
+nccl-failure 6/7 (nccl-tests' "NCCL failure file.cu:N"), pyo3-borrow-elsewhere 1/3 (SudachiPy's tokenizer and a PyO3
+user's own pyclass taken for the HF tokenizer at low confidence: the two false alarms), tokenizer 7/7. (First
+measured as 0.96 / 0.77 with the PyO3 user's excerpt missing its last line, the one with the error: a transcription
+error, fixed against the source and measured again with the same rules.)
 
     python bench/scan_recall.py --set held-out-3 --verbose
 """
@@ -21,7 +23,7 @@ import pytest
 from test_scan_recall import CASES, Case, bulk, cases, check_collected_set, found, line_by_line, score
 
 HELD_OUT_3 = cases("real-world-5")
-AS_COLLECTED = (0.96, 0.77)
+AS_COLLECTED = (0.93, 0.77)
 NOW = AS_COLLECTED
 
 
@@ -37,8 +39,8 @@ def test_both_read_paths_agree(case: Case) -> None:
 
 @pytest.mark.parametrize("case", HELD_OUT_3, ids=lambda c: f"{c.path.parent.name}/{c.path.name}")
 def test_nothing_it_must_not_produce(case: Case) -> None:
-    if NOW == AS_COLLECTED and case.path.name.startswith("sudachi289"):
-        pytest.xfail("as collected: SudachiPy's tokenizer is taken for the HF one")
+    if NOW == AS_COLLECTED and case.path.name.startswith(("sudachi289", "pyo3_4602")):
+        pytest.xfail("as collected: another PyO3 library's borrow error is taken for the HF tokenizer's")
     assert not case.reject & set(found(bulk(case))), case.source
 
 
