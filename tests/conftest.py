@@ -38,21 +38,22 @@ def _is_slow(item: pytest.Item) -> bool:
     return item.get_closest_marker("slow") is not None
 
 
-def _record(what: str) -> None:
-    item = _current
-    if item is not None and not _is_slow(item) and not _finding_a_library():
-        _started.setdefault(item.nodeid, []).append(what)
-
-
-def _finding_a_library() -> bool:
-    """Whether ctypes.util.find_library is running (it asks `ldconfig -p` where a shared library is): torch
-    does on its first import, which falls in whichever test first imports it, taking milliseconds."""
+def _importing() -> bool:
+    """Whether a module is being imported: its import-time side effects are the process's, once, not the
+    test's (transformers' lazy imports reach cuda-bindings, whose ctypes.util.find_library runs ldconfig in
+    whichever test first touches that path, so the failure would move with the test order)."""
     frame = sys._getframe(2)
     while frame is not None:
-        if frame.f_globals.get("__name__") == "ctypes.util":
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
             return True
         frame = frame.f_back
     return False
+
+
+def _record(what: str) -> None:
+    item = _current
+    if item is not None and not _is_slow(item) and not _importing():
+        _started.setdefault(item.nodeid, []).append(what)
 
 
 def _watch(owner: Any, name: str, what: str) -> None:

@@ -217,6 +217,16 @@ def test_a_whole_traceback_whose_innermost_call_is_no_tokenizers_is_another_exte
                   "RuntimeError: Already borrowed") == [(TOKENIZER, "low", None)]
     assert _lines(*head, '  File "/srv/embed.py", line 12, in embed', "    return model.encode(texts)",
                   "RuntimeError: Already borrowed") == [(TOKENIZER, "high", None)]
+    # a generic call (`.encode(`, no tokenizer in its words) made inside another package's code is that
+    # package's Rust object; in the application's own code, or in a frame naming the tokenizer, it is the tokenizer's
+    tiktoken = ('  File "/venv/lib/python3.11/site-packages/tiktoken/core.py", line 120, in encode',
+                "    return self._core_bpe.encode(text, allowed_special)", "RuntimeError: Already borrowed")
+    assert _lines(*head, *tiktoken) == [(ELSEWHERE, "medium", "tiktoken")]
+    assert _lines(*head, '  File "/venv/lib/python3.11/site-packages/sentence_transformers/SentenceTransformer.py", '
+                  "line 160, in encode", "    out = self.encode(sentences)",
+                  "RuntimeError: Already borrowed") == [(TOKENIZER, "high", None)]
+    assert _lines(*head, '  File "/venv/lib/python3.11/site-packages/flair/embeddings.py", line 900, in _add',
+                  "    enc = self.tokenizer.encode_plus(text)", "RuntimeError: Already borrowed") == [(TOKENIZER, "high", None)]
     # a call that is handed the tokenizer (tokenizers' DecodeStream.step) is not another library's either
     assert _lines(*head, '  File "/venv/lib/python3.11/site-packages/myserver/stream.py", line 230, in step',
                   "    token = self.stream.step(self.tokenizer, token_id)",
@@ -236,6 +246,22 @@ def test_a_source_line_outside_a_traceback_is_no_evidence_on_either_path() -> No
     ("Fatal Python error: Aborted", ("engine-dead", "medium", None)),
     ("Error: status_code: 500, body: {'message': 'internal server error'}", ("http-error-status", "high", "500")),
     ('  "code": 429,', ("http-error-status", "high", "429")),
+    ('HTTP Request: POST http://127.0.0.1:8000/v1/embeddings "HTTP/1.1 500 Internal Server Error"',
+     ("http-error-status", "high", "500")),
+    ("HTTP/1.1 400 Bad Request", ("http-error-status", "high", "400")),
+    ("aiohttp.client_exceptions.ClientResponseError: 503, message='Service Unavailable', url=URL('http://x/embed')",
+     ("http-error-status", "high", "503")),
+    ('{"method": "POST", "path": "/v1/embeddings", "status": 500, "duration_ms": 12}', ("http-error-status", "high", "500")),
+    ("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}",
+     ("engine-dead", "high", None)),
+    ("2024-05-01T10:00:00.000000Z ERROR text_generation_launcher: Shard 0 crashed", ("engine-dead", "high", None)),
+    ("2024-05-01T10:00:00.000000Z ERROR text_generation_launcher: Shard 1 failed to start", ("engine-dead", "high", None)),
+    ("Error: ShardCannotStart", ("engine-dead", "high", None)),
+    ("Test NCCL failure all_gather.cu:95 'unhandled system error'", ("nccl-failure", "high", None)),
+    ("[rank3]: ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error.",
+     ("nccl-failure", "high", None)),
+    ("httpx.HTTPStatusError: Server error '503Service Unavailable' for url 'http://tei:80/embed'",
+     ("http-error-status", "high", "503")),
     ("[GIN] 2024/07/12 - 14:13:33 | 400 |      65.664µs |       127.0.0.1 | POST     \"/api/embeddings\"",
      ("http-error-status", "high", "400")),
 ])
@@ -247,6 +273,11 @@ def test_a_death_or_an_error_status_as_others_pass_it_on(line: str, expected: tu
     '  "code": 50001',  # an application's own error code, not an HTTP status
     "INFO threadThresholds 8/8/64 | 64/8/64 | 512 | 512",  # NCCL's table, not an access line
     "status_code=200, elapsed=0.2s",
+    'HTTP Request: POST http://127.0.0.1:8000/v1/embeddings "HTTP/1.1 200 OK"',
+    '{"method": "GET", "path": "/health", "status": 200}',
+    "Loading checkpoint shards: 100%|##########| 4/4",
+    "2024-05-01T10:00:00.000000Z  INFO shard-manager: text_generation_launcher: Shard ready in 12.3s rank=0",
+    "nccl-tests: all_reduce_perf passed, no NCCL failures",
     "Fatal Python error: init_fs_encoding: failed to get the Python codec of the filesystem encoding",
 ])
 def test_near_misses_of_those(line: str) -> None:
@@ -288,3 +319,35 @@ def test_follow_reports_a_lone_bare_line_while_the_log_stays_quiet(tmp_path: Pat
         bound.cancel()
     # while following, not at the end: before, it came only after 200 more lines (never, here) or at the stop
     assert seen == [TOKENIZER] and not gave_up
+
+
+def test_a_json_log_record_with_a_message_field_is_no_http_answer() -> None:
+    # an answer carrying the error is evidence; a log record's own "message" key is not an answer
+    record = ('{"text": "RuntimeError: Already borrowed", "record": {"level": {"name": "ERROR"}, '
+              '"message": "embedding failed", "function": "embed"}}')
+    assert _lines(record) == [(TOKENIZER, "low", None)]
+    assert _lines('{"detail": "Already borrowed"}') == [(TOKENIZER, "high", None)]
+
+
+def test_a_v0_engine_loop_that_ended_with_an_exception_is_the_engines_death() -> None:
+    head = ("Exception in callback functools.partial(<function _raise_exception_on_finish at 0x7f>, error_callback=x)",
+            "Traceback (most recent call last):",
+            '  File "/venv/vllm/engine/async_llm_engine.py", line 39, in _raise_exception_on_finish',
+            "    task.result()",
+            '  File "/venv/vllm/engine/async_llm_engine.py", line 509, in run_engine_loop',
+            "    has_requests_in_progress = await asyncio.wait_for(")
+    assert _lines(*head, "RuntimeError: CUDA error: an illegal memory access was encountered") == [("engine-dead", "high", None)]
+    assert _lines(*head) == [("engine-dead", "medium", None)]  # cut before its exception
+    assert _lines(*head, "asyncio.exceptions.CancelledError") == []  # the loop cancelled at shutdown
+
+
+@pytest.mark.parametrize("lines, library", [
+    (("from lindera import Segmenter", "seg = Segmenter()", "RuntimeError: Already borrowed"), "lindera"),
+    (("it works with sudachipy 0.6.8 but 0.6.9 raises `RuntimeError: Already borrowed`",), "sudachipy"),
+    (("let cell: Bound<'_, Counter> = ...;", "extracting it raised `Already mutably borrowed`"), "pyo3"),
+])
+def test_other_rust_backed_tokenizers_and_a_pyo3_users_classes_are_not_the_hf_tokenizer(
+    lines: tuple[str, ...], library: str
+) -> None:
+    got = _lines(*lines)
+    assert [(i, d) for i, _, d in got] == [(ELSEWHERE, library)]

@@ -79,6 +79,32 @@ def line_evidence(ctx: Context, text: str, *, code: bool = False) -> tuple[str |
     return None
 
 
+def frame_evidence(ctx: Context, frame: str, text: str) -> tuple[str | None, str] | None:
+    """`line_evidence` of a source line `text` under its frame line `frame`: a call that only the generic
+    code regex names (`.encode(`, `.tokenize(`, no tokenizer in the words) made in another package's code
+    (a site-packages folder, no tokenizer literal in the frame) is that package's Rust object, not the
+    tokenizer: tiktoken's `self._core_bpe.encode(...)`, a text library's `self._native.tokenize(...)`."""
+    seen = line_evidence(ctx, text, code=True)
+    if seen is None or seen[0] is not None or ctx.tokenizer_in(text) is not None or _TOKENIZER_WORD.search(text):
+        return seen
+    if ctx.tokenizer_in(frame) is not None:
+        return seen
+    library = _site_package(frame)
+    return seen if library is None else (library, excerpt(text.strip(), 80))
+
+
+def _site_package(frame: str) -> str | None:
+    """The site-packages package a frame line's file is in, if any."""
+    m = _FRAME_PATH.search(frame)
+    if m is None:
+        return None
+    parts = [p for p in re.split(r"[/\\]", m.group(1)) if p]
+    where = next((i for i, p in enumerate(parts) if p in _PACKAGES), None)
+    if where is None or where + 1 >= len(parts):
+        return None
+    return parts[where + 1].removesuffix(".py")
+
+
 def decide(kb: KnowledgeBase, hit: Hit, sig: Signature, evidence: tuple[str | None, str] | None, where: str) -> Hit:
     """The hit as its evidence makes it: the problem (high), another library's (`elsewhere`), or bare."""
     ctx = sig.context
@@ -118,6 +144,8 @@ def in_traceback(win: Window | None) -> tuple[tuple[str | None, str] | None, str
     frame neither is the tokenizer's nor calls it had its conflict in whatever that frame calls: another
     extension, named by the frame's package (the site-packages one, else the file with its folder). Returns
     (evidence or None, where it was seen)."""
+    if win is not None and win.evidence is not None and win.by_package:
+        return win.evidence, BY_INNERMOST
     if win is None or win.evidence is not None:
         return (win.evidence if win is not None else None), IN_TRACEBACK
     code = win.last_line.strip()

@@ -247,9 +247,13 @@ class Scanner(BulkReading):
             elif win.last_line == win.last_frame and message.strip(" \t^~"):
                 win.last_line = message  # the innermost frame's first source line (carets aside)
             for sig in self._ctx_sigs:
-                seen = attribution.line_evidence(sig.context, message, code=kind is not Kind.FRAME)  # type: ignore[arg-type]
+                if kind is Kind.FRAME:
+                    seen = attribution.line_evidence(sig.context, message)  # type: ignore[arg-type]
+                else:  # a source line: the call it makes, read with the frame it is in
+                    seen = attribution.frame_evidence(sig.context, win.last_frame, message)  # type: ignore[arg-type]
                 if seen is not None:
                     win.evidence = seen  # the innermost one decides
+                    win.by_package = kind is not Kind.FRAME and seen[0] is not None and sig.context.library(message) is None  # type: ignore[union-attr]
                     break
             self._advance(win, message, n, ts)
             return hits

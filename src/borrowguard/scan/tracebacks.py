@@ -77,6 +77,8 @@ class Window:
     evidence: tuple[str | None, str] | None = None
     """The innermost frame or source line naming the tokenizer (None) or another library, and what it said
     (see scan.attribution)."""
+    by_package: bool = False
+    """Its evidence names another library only by the package its innermost call's frame is in."""
     last_frame: str = ""
     last_line: str = ""
     """Its innermost frame's first source line (the frame line itself when none follows): the call a cut
