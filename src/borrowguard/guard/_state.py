@@ -81,11 +81,11 @@ def _same_vocabulary(shell: Any, backend: Any, added: list[tuple[int, Any]]) -> 
     not of the tokens' flags, since the set it reads is what `add_special_tokens` fills)."""
     # Both share one model, so the same added ids make the same vocabulary (get_vocab_size(with_added_tokens)
     # would build the whole vocabulary on tokenizers 0.22: 76 ms for 129k entries, twice).
-    if sorted(shell.get_added_tokens_decoder()) != [token_id for token_id, _ in added]:
+    ids = [token_id for token_id, _ in added]  # sorted already: `added` is in id order
+    if sorted(shell.get_added_tokens_decoder()) != ids:
         return False
     if not all(shell.token_to_id(token.content) == token_id for token_id, token in added):
         return False
-    ids = [token_id for token_id, _ in added]
     return shell.decode(ids, skip_special_tokens=True) == backend.decode(ids, skip_special_tokens=True)
 
 
