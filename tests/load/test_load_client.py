@@ -96,6 +96,7 @@ def test_load_run_holds_concurrency_and_writes_records(tmp_path) -> None:
     assert len(lines) == metrics.requests == metrics.ok == 300
     assert all(0 <= line["start"] < run.elapsed() for line in lines)  # seconds since the level started
     assert {line["scenario"] for line in lines} == {"text", "image", "tools"}
+    assert {line["concurrency"] for line in lines} == {8}  # the level's, from its plan
     assert max(b.inflight_max for b in metrics.series.buckets) == 8
     assert metrics.inflight == 0 and run.cancelled_in_flight == 0
     assert all(r.summary().consistent for r in metrics.repeats.values()) and len(metrics.repeats) == 5

@@ -39,7 +39,6 @@ class LoadRun:
         metrics: LoadMetrics,
         plan: LoadPlan,
         records: IO[str] | None = None,
-        record_extra: dict | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.client = client
@@ -47,7 +46,6 @@ class LoadRun:
         self.metrics = metrics
         self.plan = plan
         self.records = records
-        self._record_extra = record_extra or {}
         self._on_outcome = on_outcome
         self._stop = asyncio.Event()
         self._abort = asyncio.Event()
@@ -155,7 +153,7 @@ class LoadRun:
 
     def _record(self, outcome: Outcome) -> None:
         record = outcome.to_dict()
-        record.update(self._record_extra)
+        record["concurrency"] = self.plan.concurrency  # which level it was sent at
         try:
             self.records.write(json.dumps(record, separators=(",", ":")) + "\n")  # type: ignore[union-attr]
         except OSError as exc:  # a full disk ends the records, not the run

@@ -284,8 +284,7 @@ class Session:
         plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
         async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
                               api_key=self.api_key, auth=self.auth, served=self.served) as client:
-            self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
-                               on_outcome=self._on_outcome)
+            self.run = LoadRun(client, factory, metrics, plan, records, on_outcome=self._on_outcome)
             if not await self._take_references(base_url, factory):
                 return
             ticker = asyncio.create_task(self._tick(concurrency))
