@@ -141,12 +141,12 @@ def test_rules_export_writes_every_format(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("args", "message"), [
-    (["--format", "loki"], "--format loki needs --selector"),
+    (["--format", "loki"], "the loki format needs --selector"),
     (["--format", "prometheus", "--selector", "app=vllm"], "is not a LogQL stream selector"),
-    (["--format", "vector", "--selector", '{a="b"}'], "--selector applies to --format loki or prometheus"),
+    (["--format", "vector", "--selector", '{a="b"}'], "--selector applies to the loki or prometheus format, not vector"),
     (["--format", "loki", "--selector", '{a="b"}', "--window", "5 minutes"], "--window '5 minutes'"),
     (["--format", "elasticsearch", "--field", "a b"], "--field 'a b' is not a field name"),
-    (["--format", "markdown", "--input", "x"], "--input applies to --format vector"),
+    (["--format", "markdown", "--input", "x"], "--input applies to the vector format, not markdown"),
     (["--format", "markdown", "--output", "/"], "--output /: a directory"),
     (["--format", "markdown", "--output", "/no/such/dir/x.md"], "does not exist"),
 ])
@@ -207,3 +207,24 @@ def test_explain_json_escapes_what_a_terminal_would_obey(tmp_path: Path) -> None
         assert not any(ch in out for ch in "\x9b\x1b\u2028\u202e"), out
         doc = json.loads(out)
         assert (doc if isinstance(doc, dict) else doc[-1])["title"] == title
+
+
+@pytest.mark.parametrize(("fmt", "options", "setting"), [
+    ("loki", {}, "selector"),
+    ("prometheus", {"selector": "app=vllm"}, "selector"),
+    ("vector", {"selector": '{a="b"}'}, "selector"),
+    ("loki", {"selector": '{a="b"}', "window": "5 minutes"}, "window"),
+    ("elasticsearch", {"field": "a b"}, "field"),
+    ("vector", {"source": "a b"}, "source"),
+    ("markdown", {"source": "x"}, "source"),
+    ("loki", {"selector": '{a="b\nc"}'}, "selector"),
+])
+def test_the_librarys_export_errors_name_the_setting_not_a_flag(fmt: str, options: dict, setting: str) -> None:
+    from borrowguard.errors import ConfigError
+    from borrowguard.knowledge import load
+    from borrowguard.knowledge.export import Options, export
+
+    with pytest.raises(ConfigError) as refused:
+        export(load(), fmt, Options(**options))
+    assert refused.value.setting == setting
+    assert "--" not in str(refused.value), str(refused.value)

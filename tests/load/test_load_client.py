@@ -81,17 +81,22 @@ def test_load_run_holds_concurrency_and_writes_records(tmp_path) -> None:
         metrics = LoadMetrics(factory.scenarios)
         with records.open("w") as fh:
             async with ChatClient(url, concurrency=8, timeout=5) as client:
+                made = client.t0
+                await asyncio.sleep(0.2)  # the level starts later than its client was made
                 run = LoadRun(
                     client, factory, metrics, LoadPlan(concurrency=8, duration=None, requests=300), fh
                 )
                 await run.run()
+                assert client.t0 == made  # the run's clock is its own, handed to send, not written into the client
         return metrics, run
 
     with FakeServer(faults=["ok"]) as srv:
         metrics, run = asyncio.run(go(srv.url))
     lines = [json.loads(line) for line in records.read_text().splitlines()]
     assert len(lines) == metrics.requests == metrics.ok == 300
+    assert all(0 <= line["start"] < run.elapsed() for line in lines)  # seconds since the level started
     assert {line["scenario"] for line in lines} == {"text", "image", "tools"}
+    assert {line["concurrency"] for line in lines} == {8}  # the level's, from its plan
     assert max(b.inflight_max for b in metrics.series.buckets) == 8
     assert metrics.inflight == 0 and run.cancelled_in_flight == 0
     assert all(r.summary().consistent for r in metrics.repeats.values()) and len(metrics.repeats) == 5

@@ -287,7 +287,8 @@ def test_invalid_json_unknown_model_and_bad_schema_are_400(server: ServerProcess
 
 def test_oversized_body_is_413_by_content_length(server: ServerProcess) -> None:
     body = json.dumps({"messages": USER, "padding": "x" * (MAX_BODY_MB * 1024 * 1024)}).encode()
-    expect_error(request(server, "POST", "/v1/chat/completions", body), 413, "exceeds")
+    # borrowguard serve's answer names its flag: what the operator who started it would type
+    expect_error(request(server, "POST", "/v1/chat/completions", body), 413, "exceeds", "(--max-body-mb)")
 
 
 def test_oversized_chunked_body_is_413_while_streaming(server: ServerProcess) -> None:

@@ -102,3 +102,34 @@ def test_fleet_mistakes_are_one_line(args, needle):
     proc = subprocess.run([sys.executable, "-m", "borrowguard", "verify", *args], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 2 and needle in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(("setting", "value"), [
+    ("url", "http://127.0.0.1:9"), ("logs", [Path("server.log")]), ("log_commands", ["kubectl logs -f x"]),
+    ("server_guard", False), ("server_log", Path("s.log")),
+])
+def test_a_fleet_refuses_a_base_setting_each_target_has_its_own(setting, value):
+    """run_fleet used to drop these silently (each target's own replaced them); now the library refuses them,
+    naming the setting, not a flag."""
+    from borrowguard.errors import ConfigError
+    from borrowguard.verify import VerifyConfig
+    from borrowguard.verify.fleet import run_fleet
+
+    with pytest.raises(ConfigError) as refused:
+        run_fleet([Replica("a", "http://127.0.0.1:9")], VerifyConfig(**{setting: value}))
+    assert refused.value.setting == setting and "--" not in str(refused.value)
+    assert str(refused.value).startswith(f"{setting} cannot be combined with fleet targets")
+
+
+@pytest.mark.parametrize(("args", "flag"), [
+    (["--url", "http://127.0.0.1:9"], "--url"), (["--log-cmd", "cat x"], "--log-cmd"),
+    (["--server-guard", "off"], "--server-guard"), (["--server-log", "s.log"], "--server-log"),
+])
+def test_the_cli_says_the_fleet_rule_with_its_flags(capsys, args, flag):
+    from borrowguard.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["verify", "--target", "a=http://127.0.0.1:9", *args])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and "Traceback" not in err
+    assert f"{flag} cannot be combined with fleet targets" in err, err

@@ -87,3 +87,40 @@ def test_during_the_preflight_only_the_servers_own_errors_count(tmp_path: Path) 
     watch2.stop()
     assert watch2.counts["tokenizer-already-borrowed"] == 1
     assert set(watch2.counts) - TOKENIZER_IDS, watch2.counts
+
+
+def test_settle_reads_a_file_up_to_where_it_ends_now(tmp_path: Path) -> None:
+    """The preflight's last lines are in the file when it ends, but the follower polls: settle() has them
+    scanned while the clock still says preflight, so they are not the first level's."""
+    from borrowguard.verify.watch import PREFLIGHT
+
+    log = tmp_path / "server.log"
+    log.write_text("INFO start-up\n")
+    level = [PREFLIGHT]
+    watch = LogWatch(files=[log], clock=lambda: (level[0], 0.0))
+    watch.start()
+    try:
+        time.sleep(0.3)  # the follower has opened the file and waits for its next poll
+        with log.open("a") as f:
+            f.write('INFO 127.0.0.1:1 - "POST /v1/embeddings HTTP/1.1" 404\n' * 3)
+        assert asyncio.run(watch.settle()) is True
+        assert watch.lines == 3
+        level[0] = 0
+    finally:
+        watch.stop(quiet=0.2)
+    assert not watch.counts, watch.counts  # read as the preflight's, so not a finding
+
+
+def test_a_line_naming_an_endpoint_only_the_preflight_asked_is_its_own(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    watch = LogWatch(files=[log], clock=lambda: (0, 1.0), unrequested=frozenset({"/score", "/v1/embeddings"}))
+    watch.start()
+    with log.open("a") as f:
+        f.write('INFO 127.0.0.1:1 - "POST /v1/embeddings HTTP/1.1" 404\n')  # the discovery's probe, read late
+        f.write('INFO 127.0.0.1:2 - "POST /v1/score HTTP/1.1" 404\n')  # another path: the load's
+        f.write('INFO 127.0.0.1:3 - "POST /v1/chat/completions HTTP/1.1" 500\n')
+    watch.stop(quiet=0.2)
+    assert [f.text.split('"')[1] for f in watch.findings] == [
+        "POST /v1/score HTTP/1.1", "POST /v1/chat/completions HTTP/1.1"
+    ]

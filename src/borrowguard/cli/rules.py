@@ -9,6 +9,7 @@ import click
 
 from borrowguard._files import resolve_output, write_atomic
 from borrowguard.cli._common import writing_output
+from borrowguard.errors import ConfigError, UserInputError
 from borrowguard.knowledge import load
 from borrowguard.knowledge.export import FORMATS, Options, export
 
@@ -71,7 +72,10 @@ def export_command(
     """
     target = resolve_output(output, "--output") if output else None  # before any work
     kb = load(rules_file) if rules_file else load()
-    text = export(kb, fmt, Options(selector, window, field, source, _command(fmt, selector, window, field, source)))
+    try:
+        text = export(kb, fmt, Options(selector, window, field, source, _command(fmt, selector, window, field, source)))
+    except ConfigError as exc:  # the library names the Options field; here it is the flag that set it
+        raise UserInputError(exc.said_as("--input" if exc.setting == "source" else "--" + exc.setting)) from None
     if target is not None:
         write_atomic(target, text, "--output")
         return

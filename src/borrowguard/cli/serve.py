@@ -54,7 +54,8 @@ def serve(host: str, port: int, tokenizer: Path | None, workers: int, guard: str
     try:
         config = ServerConfig(host=host, port=port, tokenizer=tokenizer, workers=workers, guard=guard == "on",
                               token_delay_ms=token_delay_ms, log_file=log_file, max_body_mb=max_body_mb,
-                              allow_remote_images=allow_remote_images, model=model)
+                              allow_remote_images=allow_remote_images, model=model,
+                              setting_names={s: _flag(s) for s in ("allow_remote_images", "max_body_mb")})
     except ConfigError as exc:
         raise UserInputError(exc.said_as(_flag(exc.setting))) from None
     # Imported here: FastAPI, uvicorn and transformers are only needed once we really serve.

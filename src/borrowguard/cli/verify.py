@@ -22,7 +22,14 @@ from borrowguard.load.scenarios import ScenarioSettings
 from borrowguard.report import to_json, write_html
 from borrowguard.verify import CheckState, Progress, Verdict, VerifyConfig, VerifyResult, run_verify
 from borrowguard.verify.config import DEFAULT_DURATION, ConfigError
-from borrowguard.verify.fleet import FleetResult, check_targets, load_targets, parse_target, run_fleet
+from borrowguard.verify.fleet import (
+    FleetResult,
+    check_base,
+    check_targets,
+    load_targets,
+    parse_target,
+    run_fleet,
+)
 from borrowguard.verify.wording import FIXES, flag
 
 _STYLE = {Verdict.PASS: "bold green", Verdict.FAIL: "bold red"}
@@ -182,6 +189,8 @@ def verify(**opts: Any) -> None:
     try:
         fleet = _fleet_targets(opts)
         config = _config(opts)
+        if fleet:
+            check_base(config)  # the library's rule: each target has its own URL and logs
         config.validate()
     except ConfigError as exc:
         raise UserInputError(exc.said_as(flag(exc.setting))) from None
@@ -221,10 +230,6 @@ def verify(**opts: Any) -> None:
 def _fleet_targets(opts: dict[str, Any]) -> list[Any]:
     if not (opts["targets"] or opts["targets_file"]):
         return []
-    for option, given in (("--url", opts["url"]), ("--log", opts["logs"]), ("--log-cmd", opts["log_cmds"]),
-                          ("--server-guard", opts["server_guard"]), ("--server-log", opts["server_log"])):
-        if given:
-            raise UserInputError(f"{option} cannot be combined with --target/--targets (each target has its own)")
     targets = [parse_target(spec) for spec in opts["targets"]]
     if opts["targets_file"]:
         targets += load_targets(opts["targets_file"])

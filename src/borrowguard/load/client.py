@@ -119,7 +119,7 @@ class ChatClient:
         self._auth = auth
         self.served = served  # the paths the preflight saw answer (load.faults.blame)
         self._session: aiohttp.ClientSession | None = None
-        self.t0 = time.perf_counter()
+        self.t0 = time.perf_counter()  # an outcome's `start` counts from here unless its sender gives its own
 
     async def __aenter__(self) -> ChatClient:
         connector = aiohttp.TCPConnector(limit=self._concurrency + 4, limit_per_host=0, ttl_dns_cache=300)
@@ -143,7 +143,9 @@ class ChatClient:
             raise RuntimeError("ChatClient used outside `async with`")
         return self._session
 
-    async def send(self, request: BuiltRequest) -> Outcome:
+    async def send(self, request: BuiltRequest, since: float | None = None) -> Outcome:
+        """The answer to `request`, as a frozen Outcome; its `start` is seconds after `since` (a
+        time.perf_counter() value: a level's start), or after the client was made."""
         plan = request.plan
         started = time.perf_counter()
         out = _Answer()
@@ -163,7 +165,7 @@ class ChatClient:
                             served=request.path in self.served)
             fault, mismatch = verdict.fault, verdict.mismatch
         return Outcome(
-            plan.scenario, plan.repeat_key, plan.truncate, start=started - self.t0, latency=latency, ttft=out.ttft,
+            plan.scenario, plan.repeat_key, plan.truncate, start=started - (self.t0 if since is None else since), latency=latency, ttft=out.ttft,
             status=out.status, error=out.error, message=out.message, prompt_tokens=out.prompt_tokens,
             completion_tokens=out.completion_tokens, endpoint=request.path, scale=request.scale, retried=retried,
             fault=fault, mismatch=mismatch, bad_words=plan.bad_words, vectors=out.vectors,

@@ -39,7 +39,6 @@ class LoadRun:
         metrics: LoadMetrics,
         plan: LoadPlan,
         records: IO[str] | None = None,
-        record_extra: dict | None = None,
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.client = client
@@ -47,7 +46,6 @@ class LoadRun:
         self.metrics = metrics
         self.plan = plan
         self.records = records
-        self._record_extra = record_extra or {}
         self._on_outcome = on_outcome
         self._stop = asyncio.Event()
         self._abort = asyncio.Event()
@@ -64,13 +62,20 @@ class LoadRun:
         self._stop.set()
         self._abort.set()
 
+    @property
+    def _since(self) -> float:
+        assert self.started_at is not None, "LoadRun's workers run only after run() has started"
+        return self.started_at
+
     def elapsed(self) -> float:
         if self.started_at is None:
             return 0.0
         return (self.ended_at or time.perf_counter()) - self.started_at
 
     async def run(self) -> None:
-        self.started_at = self.client.t0 = time.perf_counter()
+        # The level's clock is its own: every outcome's start counts from here (handed to send, not written
+        # into the client).
+        self.started_at = time.perf_counter()
         workers = [asyncio.create_task(self._worker(i)) for i in range(self.plan.concurrency)]
         timer = asyncio.create_task(self._timer())
         all_done = asyncio.gather(*workers)
@@ -116,9 +121,9 @@ class LoadRun:
             if self._stop.is_set() and self.plan.requests is None:
                 return
             started = time.perf_counter()
-            self.metrics.started(started - self.client.t0)
+            self.metrics.started(started - self._since)
             try:
-                outcome = await self.client.send(built)
+                outcome = await self.client.send(built, since=self._since)
             except asyncio.CancelledError:
                 if self._abort.is_set():  # Ctrl-C twice, engine death: not the request's own failure
                     self.metrics.inflight -= 1
@@ -141,14 +146,14 @@ class LoadRun:
         plan = built.plan
         now = time.perf_counter()
         return Outcome(
-            plan.scenario, plan.repeat_key, plan.truncate, start=started - self.client.t0, latency=now - started,
+            plan.scenario, plan.repeat_key, plan.truncate, start=started - self._since, latency=now - started,
             error=TIMEOUT, message=f"no answer {self.plan.drain:g}s after the planned end (still in flight)",
             endpoint=built.path, scale=built.scale, fault=Fault.SERVER,
         )
 
     def _record(self, outcome: Outcome) -> None:
         record = outcome.to_dict()
-        record.update(self._record_extra)
+        record["concurrency"] = self.plan.concurrency  # which level it was sent at
         try:
             self.records.write(json.dumps(record, separators=(",", ":")) + "\n")  # type: ignore[union-attr]
         except OSError as exc:  # a full disk ends the records, not the run

@@ -48,6 +48,7 @@ class ServerState:
     engine: StubEngine
     metrics: Metrics
     max_body_bytes: int
+    max_body_name: str = "max_body_mb"  # how the 413 names the setting (serve: its flag)
 
 
 def error_response(exc: APIError) -> JSONResponse:
@@ -84,7 +85,7 @@ def create_app(state: ServerState) -> FastAPI:
         return JSONResponse({"object": "list", "data": [card]})
 
     async def read_json(request: Request) -> Any:
-        body = await _read_body(request, state.max_body_bytes)
+        body = await _read_body(request, state.max_body_bytes, state.max_body_name)
         if len(body) > _PARSE_INLINE_BYTES:
             return await asyncio.to_thread(parse_json, body)
         return parse_json(body)
@@ -158,8 +159,8 @@ def _type(status: int) -> str:
     return APIError(status, "").type
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    too_large = APIError(413, f"Request body exceeds the limit of {limit} bytes (--max-body-mb).",
+async def _read_body(request: Request, limit: int, setting: str = "max_body_mb") -> bytes:
+    too_large = APIError(413, f"Request body exceeds the limit of {limit} bytes ({setting}).",
                          code="request_too_large")
     declared = request.headers.get("content-length")
     if declared is not None:

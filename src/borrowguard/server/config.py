@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from borrowguard.data import CHATML, tokenizer_path
@@ -28,6 +29,13 @@ class ServerConfig:
     max_body_mb: float = 20.0
     allow_remote_images: bool = False
     model: str | None = None
+    # How the server's answers name a setting ("start the server with allow_remote_images"): `borrowguard
+    # serve` gives its flags, so that what a client reads says what its operator types; absent, the setting.
+    setting_names: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+    def said(self, setting: str) -> str:
+        """The name of `setting` in what the server answers."""
+        return self.setting_names.get(setting, setting)
 
     def __post_init__(self) -> None:
         """ConfigError naming the setting (the CLI says the flag that set it)."""

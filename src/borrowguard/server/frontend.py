@@ -58,12 +58,13 @@ class Prompt:
 
 class FrontEnd:
     def __init__(self, tokenizer: Any, workers: int = 4, bounds: ImageBounds | None = None,
-                 allow_remote_images: bool = False) -> None:
+                 allow_remote_images: bool = False, allow_remote_name: str = "allow_remote_images") -> None:
         if workers < 1:
             raise ConfigError("workers", "{} must be at least 1")
         self.tokenizer = tokenizer
         self.bounds = bounds or ImageBounds()
         self.allow_remote_images = allow_remote_images
+        self.allow_remote_name = allow_remote_name  # how the refusal names the setting (serve: its flag)
         limit = getattr(tokenizer, "model_max_length", None)
         # transformers uses a huge sentinel when the tokenizer does not know its model's context length.
         self.max_model_len = limit if isinstance(limit, int) and 0 < limit < 10**7 else DEFAULT_MAX_MODEL_LEN
@@ -213,7 +214,7 @@ class FrontEnd:
         counts = []
         for i, url in enumerate(chat.image_urls):
             try:
-                data = fetched[i] if i in fetched else load_bytes(url, self.bounds, self.allow_remote_images)
+                data = fetched[i] if i in fetched else load_bytes(url, self.bounds, self.allow_remote_images, self.allow_remote_name)
                 counts.append(patch_count(data, self.bounds))
             except ImageError as exc:
                 raise bad(f"image {i}: {exc}", param="messages", code="invalid_image") from None

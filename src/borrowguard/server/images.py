@@ -59,7 +59,7 @@ def is_remote(url: str) -> bool:
     return url.split(":", 1)[0].lower() in ("http", "https")
 
 
-def load_bytes(url: str, bounds: ImageBounds, allow_remote: bool) -> bytes:
+def load_bytes(url: str, bounds: ImageBounds, allow_remote: bool, allow_remote_name: str = "allow_remote_images") -> bytes:
     """The bytes of a data: URL. A remote URL is refused unless allowed, and then fetched by
     `fetch_remote` on the event loop (never here, on the image thread)."""
     scheme = url.split(":", 1)[0].lower()
@@ -76,14 +76,14 @@ def load_bytes(url: str, bounds: ImageBounds, allow_remote: bool) -> bytes:
             raise ImageError("data URL payload is not valid base64") from None
     if scheme in ("http", "https"):
         if not allow_remote:
-            raise ImageError("remote image URLs are refused; start the server with --allow-remote-images "
+            raise ImageError(f"remote image URLs are refused; start the server with {allow_remote_name} "
                              "or send the image as a data: URL")
         raise ImageError("a remote image must be fetched with fetch_remote first")
     raise ImageError(f"unsupported image URL scheme {scheme!r}; use a data: URL")
 
 
 async def fetch_remote(url: str, bounds: ImageBounds) -> bytes:
-    """GET an image (only with --allow-remote-images): a timeout for the whole exchange, a size limit
+    """GET an image (only with allow_remote_images): a timeout for the whole exchange, a size limit
     checked as the body arrives, redirects only to http(s)."""
     import aiohttp  # only a server that allows remote images needs it
 

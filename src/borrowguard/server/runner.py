@@ -48,13 +48,15 @@ def build_state(config: ServerConfig) -> ServerState:
     if config.guard:
         install_guard()  # before the tokenizer exists, as the vLLM plugin does
     tokenizer = load_tokenizer(config.tokenizer_dir)
-    frontend = FrontEnd(tokenizer, config.workers, allow_remote_images=config.allow_remote_images)
+    frontend = FrontEnd(tokenizer, config.workers, allow_remote_images=config.allow_remote_images,
+                        allow_remote_name=config.said("allow_remote_images"))
     return ServerState(
         model=config.model_name,
         frontend=frontend,
         engine=StubEngine(frontend, config.token_delay_ms),
         metrics=Metrics(config.guard),
         max_body_bytes=config.max_body_bytes,
+        max_body_name=config.said("max_body_mb"),
     )
 
 

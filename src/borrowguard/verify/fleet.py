@@ -128,6 +128,18 @@ def _apply(target: Replica, key: str, value: str, where: tuple[str, str]) -> Rep
     raise ConfigError(setting, "{}", detail=f"{entry}: unknown key {key!r} (known: log, log-cmd, model)")
 
 
+# The base config's settings that each target brings its own of: given on the base too, one would be dropped.
+_PER_TARGET = ("url", "logs", "log_commands", "server_guard", "server_log")
+
+
+def check_base(base: VerifyConfig) -> None:
+    """ConfigError naming a setting of `base` that a fleet run cannot take: each target has its own URL and
+    logs, and a fleet loads servers at URLs, never the bundled one (before, run_fleet dropped them silently)."""
+    for setting in _PER_TARGET:
+        if getattr(base, setting) not in (None, []):
+            raise ConfigError(setting, "{} cannot be combined with fleet targets (each target has its own)")
+
+
 def check_targets(targets: list[Replica]) -> None:
     if not targets:
         raise ConfigError("targets", "give at least one {}")
@@ -170,7 +182,9 @@ def worst(verdicts: list[Verdict]) -> Verdict:
 def run_fleet(
     targets: list[Replica], base: VerifyConfig, progress: Callable[[str, Progress], None] | None = None
 ) -> FleetResult:
-    """Every target at once, in one event loop; blocks. SIGINT/SIGTERM end every target's load early."""
+    """Every target at once, in one event loop; blocks. SIGINT/SIGTERM end every target's load early.
+    ConfigError for a base setting each target has its own of (check_base), or a target's bad setting."""
+    check_base(base)
     check_targets(targets)
     configs = [
         dataclasses.replace(base, url=t.url, logs=list(t.logs), log_commands=list(t.log_commands),

@@ -169,6 +169,12 @@ class Session:
             target = self.target
             self.factory = factory
             self.served = frozenset(path for path, ok in target.endpoints.items() if ok)
+            if self.logs.active:
+                # The preflight's own requests never count against the server: what it made the server write is
+                # read before the first level starts, and a line naming an endpoint the load never asks (the
+                # discovery's 404s) is the preflight's whenever it arrives (a log command hands lines on late).
+                self.logs.unrequested = frozenset(path for path, ok in target.endpoints.items() if not ok)
+                await self.logs.settle()
             if target.nothing_served:  # nothing to load: not a PASS, not the server's failure either
                 self.nothing_served = ", ".join(f"{p} answered {'yes' if ok else 'no'}" for p, ok in
                                                 sorted(target.endpoints.items()))
@@ -278,8 +284,7 @@ class Session:
         plan = LoadPlan(concurrency, duration, self.config.requests, self.config.ramp_up, drain)
         async with ChatClient(base_url, concurrency=concurrency, timeout=self.config.timeout,
                               api_key=self.api_key, auth=self.auth, served=self.served) as client:
-            self.run = LoadRun(client, factory, metrics, plan, records, record_extra={"concurrency": concurrency},
-                               on_outcome=self._on_outcome)
+            self.run = LoadRun(client, factory, metrics, plan, records, on_outcome=self._on_outcome)
             if not await self._take_references(base_url, factory):
                 return
             ticker = asyncio.create_task(self._tick(concurrency))

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import math
 import queue
+import re
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -71,7 +72,9 @@ class LogWatch:
 
     Files are followed from where they end when the preflight starts (an operator's log holds the errors of
     last week); their start-up lines are still read for the configuration. During the preflight (`clock` says
-    level PREFLIGHT) only `preflight_ids` count.
+    level PREFLIGHT) only `preflight_ids` count; `settle()` reads what the preflight made the server write
+    before the load starts, and a line naming a path the load never asks (`unrequested`: the endpoints the
+    discovery found not served) is the preflight's whenever it arrives.
     """
 
     files: list[Path] = field(default_factory=list)
@@ -86,12 +89,14 @@ class LogWatch:
     # What counts of what the log says during the preflight: its probes' answers (404s for the endpoints a
     # server does not serve) are ours, but a tokenizer error its concurrent probes caused is the server's.
     preflight_ids: frozenset[str] = frozenset()
+    unrequested: frozenset[str] = frozenset()  # paths only the preflight asked: their lines are its own
 
     def __post_init__(self) -> None:
         self._queue: queue.Queue[tuple[str, str]] = queue.Queue(maxsize=20_000)
         self._follower: Follower | None = None
         self._scanner: Any = None
         self._head_facts: StartupFacts | None = None
+        self._file_starts: dict[str, int] = {}  # a followed file's name -> the size it had when following began
 
     @property
     def active(self) -> bool:
@@ -108,7 +113,8 @@ class LogWatch:
             self._head_facts = _merged(self._head_facts, _startup_facts(path))
             # Where the file ends now, not when the follower thread gets to open it: lines written
             # right after start() belong to the run.
-            follower.add_file(path, start_at=path.stat().st_size if path.exists() else 0)
+            self._file_starts[str(path)] = start_at = path.stat().st_size if path.exists() else 0
+            follower.add_file(path, start_at=start_at)
         follower.start()
 
     def _enqueue(self, source: str, line: str) -> None:
@@ -143,6 +149,35 @@ class LogWatch:
                 self._record(hit)
             await asyncio.sleep(0.05)
 
+    async def settle(self, longest: float = 5.0, quiet: float = 0.5) -> bool:
+        """Read what the sources hold now, before the load starts, so that the lines the preflight made the
+        server write are scanned as the preflight's: a file up to where it ends now (the follower polls it,
+        so its last lines may not have been read yet), a command until it has been quiet for `quiet` seconds;
+        at most `longest` seconds in all (a busy log never goes quiet). True: every source caught up."""
+        if self._follower is None:
+            return True
+        loop = asyncio.get_running_loop()
+        ends = {name: _lines_between(Path(name), start) for name, start in self._file_starts.items()}
+        give_up = loop.time() + longest
+        seen, quiet_since = -1, loop.time()
+        while True:
+            self.drain()
+            states = {s.name: s for s in self._follower.states()}
+            files_read = all(
+                name not in states or states[name].lines >= end or states[name].error is not None
+                for name, end in ends.items()
+            )
+            command_lines = sum(s.lines for s in states.values() if s.kind == "command")
+            if command_lines != seen:
+                seen, quiet_since = command_lines, loop.time()
+            commands_quiet = not self.commands or loop.time() - quiet_since >= quiet
+            if (files_read and commands_quiet) or not self._follower.alive:
+                self.drain()
+                return True
+            if loop.time() >= give_up:
+                return False
+            await asyncio.sleep(0.05)
+
     def drain(self, limit: int = 5000) -> int:
         """Scan up to `limit` queued lines; the number scanned."""
         for n in range(limit):
@@ -157,7 +192,8 @@ class LogWatch:
 
     def _record(self, hit: Hit) -> None:
         level, t = self.clock()
-        if level == PREFLIGHT and hit.id not in self.preflight_ids:
+        preflights = level == PREFLIGHT or _names_any(hit.text, self.unrequested)
+        if preflights and hit.id not in self.preflight_ids:
             return
         self.counts[hit.id] += 1
         self.level_counts[level, hit.id] += 1
@@ -185,6 +221,22 @@ class LogWatch:
         # A traceback still open at the end (the server was killed inside it) counts as cut off.
         for hit in self._scanner.finish():
             self._record(hit)
+
+
+def _names_any(text: str, paths: frozenset[str]) -> bool:
+    """Whether `text` names one of `paths` as a whole path ("/score" is not named by "/v1/score")."""
+    return any(re.search(rf"(?<![\w/.-]){re.escape(p)}(?![\w/-])", text) for p in paths)
+
+
+def _lines_between(path: Path, start: int, limit: int = 16 << 20) -> int:
+    """The whole lines `path` holds after its first `start` bytes (at most `limit` bytes read): how many the
+    follower has to have read to have caught up with it."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(start)
+            return fh.read(limit).count(b"\n")
+    except OSError:
+        return 0
 
 
 def _log_source(state: SourceState) -> LogSource:

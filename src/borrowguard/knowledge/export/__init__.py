@@ -7,13 +7,16 @@
 One module per target: `loki` (LogQL queries and the Loki ruler rule group), `elasticsearch`
 (Elasticsearch/OpenSearch), `vector` (a VRL remap transform), `markdown` (docs/troubleshooting.md);
 `lines` decides which signatures a line regex can carry, `dialects` rewrites the regexes per engine.
+
+An option that does not fit raises ConfigError naming the Options field (`selector`, `window`, `field`,
+`source`) or `format`, never a CLI flag: `borrowguard rules export` says its own flags.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError, UserInputError
 from borrowguard.knowledge.export import elasticsearch, loki, markdown, vector
 from borrowguard.knowledge.export.safety import check_knowledge, check_line, check_output
 from borrowguard.knowledge.loader import KnowledgeBase
@@ -39,25 +42,25 @@ def export(kb: KnowledgeBase, fmt: str, options: Options = Options()) -> str:
     any text (an option, a rule's id or title...) with a character that would end a line of it."""
     if fmt not in FORMATS:
         raise UserInputError(f"unknown format {fmt!r}; one of {', '.join(FORMATS)}")
-    for option, value in (("--selector", options.selector), ("--window", options.window),
-                          ("--field", options.field), ("--input", options.source)):
+    for setting, value in (("selector", options.selector), ("window", options.window),
+                           ("field", options.field), ("source", options.source)):
         if value is not None:
-            check_line(value, option)
+            check_line(value, setting, setting=setting)
     check_line(options.command, "the command in the header")
     check_knowledge(kb)
     return check_output(_export(kb, fmt, options), fmt)
 
 
 def _export(kb: KnowledgeBase, fmt: str, options: Options) -> str:
-    _only(options.selector is not None, fmt, ("loki", "prometheus"), "--selector")
-    _only(options.field is not None, fmt, ("elasticsearch", "opensearch", "vector"), "--field")
-    _only(options.source is not None, fmt, ("vector",), "--input")
+    _only(options.selector is not None, fmt, ("loki", "prometheus"), "selector")
+    _only(options.field is not None, fmt, ("elasticsearch", "opensearch", "vector"), "field")
+    _only(options.source is not None, fmt, ("vector",), "source")
     window = loki.check_window(options.window)
     if fmt in ("loki", "prometheus"):
         if options.selector is None:
-            raise UserInputError(
-                f"--format {fmt} needs --selector, the LogQL stream selector of the server's logs, "
-                "e.g. --selector '{app=\"vllm\"}'"
+            raise ConfigError(
+                "selector", f"the {fmt} format needs {{}}, the LogQL stream selector of the server's logs, ",
+                detail="e.g. '{app=\"vllm\"}'",
             )
         selector = loki.check_selector(options.selector)
         if fmt == "loki":
@@ -73,9 +76,9 @@ def _export(kb: KnowledgeBase, fmt: str, options: Options) -> str:
     return markdown.export(kb)
 
 
-def _only(given: bool, fmt: str, formats: tuple[str, ...], option: str) -> None:
+def _only(given: bool, fmt: str, formats: tuple[str, ...], setting: str) -> None:
     if given and fmt not in formats:
-        raise UserInputError(f"{option} applies to --format {' or '.join(formats)}, not {fmt}")
+        raise ConfigError(setting, f"{{}} applies to the {' or '.join(formats)} format, not {fmt}")
 
 
 __all__ = ["FORMATS", "Options", "export"]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError
 from borrowguard.knowledge.export.dialects import to_lucene
 from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
 from borrowguard.knowledge.export.safety import json_text
@@ -30,7 +30,7 @@ _FIELD = re.compile(r"[A-Za-z_@][\w@-]{0,127}(?:\.[A-Za-z_@][\w@-]{0,127}){0,7}"
 
 def check_field(field: str) -> str:
     if not _FIELD.fullmatch(field):
-        raise UserInputError(f"--field {field!r} is not a field name such as message.keyword or log.original")
+        raise ConfigError("field", "{} ", detail=f"{field!r} is not a field name such as message.keyword or log.original")
     return field
 
 

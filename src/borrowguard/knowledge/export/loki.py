@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError
 from borrowguard.knowledge.export import _yaml
 from borrowguard.knowledge.export.dialects import to_re2
 from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
@@ -30,16 +30,16 @@ SEVERITY_LABEL = {"error": "critical", "warning": "warning", "info": "info"}
 def check_selector(selector: str) -> str:
     selector = selector.strip()
     if not _SELECTOR.fullmatch(selector):
-        raise UserInputError(
-            f"--selector {shown(selector)} is not a LogQL stream selector; write it as Loki does, with the "
-            "braces, e.g. --selector '{app=\"vllm\"}' or '{namespace=\"llm\", container=~\"vllm.*\"}'"
+        raise ConfigError(
+            "selector", "{} ", detail=f"{shown(selector)} is not a LogQL stream selector; write it as Loki does, "
+            "with the braces, e.g. '{app=\"vllm\"}' or '{namespace=\"llm\", container=~\"vllm.*\"}'"
         )
     return selector
 
 
 def check_window(window: str) -> str:
     if not WINDOW.fullmatch(window):
-        raise UserInputError(f"--window {window!r}: give a whole number and a unit s, m, h or d, e.g. 5m")
+        raise ConfigError("window", "{} ", detail=f"{window!r}: give a whole number and a unit s, m, h or d, e.g. 5m")
     return window
 
 

@@ -19,7 +19,7 @@ import unicodedata
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError, UserInputError
 from borrowguard.knowledge.loader import KnowledgeBase
 
 _BIDI = frozenset(chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A)))
@@ -53,13 +53,17 @@ def shown(text: str) -> str:
     return f"{text[:MAX_SHOWN]!r}... ({len(text):,} characters)"
 
 
-def check_line(value: str, what: str) -> str:
-    """`value` (one line: an option, an id, a title), or UserInputError naming `what` and the character."""
+def check_line(value: str, what: str, *, setting: str | None = None) -> str:
+    """`value` (one line: an option, an id, a title), or UserInputError naming `what` and the character
+    (ConfigError naming `setting`, when the value is one of export's Options)."""
     found = unsafe(value)
     if found is not None:
         i, ch = found
-        raise UserInputError(f"{what} {shown(value)} contains {describe(ch)} at offset {i}; "
-                             "it would end a line or a comment of the export; remove it")
+        problem = (f"{shown(value)} contains {describe(ch)} at offset {i}; "
+                   "it would end a line or a comment of the export; remove it")
+        if setting is not None:
+            raise ConfigError(setting, "{} ", detail=problem)
+        raise UserInputError(f"{what} {problem}")
     return value
 
 

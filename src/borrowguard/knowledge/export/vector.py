@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from borrowguard.errors import UserInputError
+from borrowguard.errors import ConfigError
 from borrowguard.knowledge.export import _yaml
 from borrowguard.knowledge.export.dialects import to_re2
 from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
@@ -35,13 +35,13 @@ _INPUT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.*-]{0,127}")
 
 def check_field(field: str) -> str:
     if not _FIELD.fullmatch(field):
-        raise UserInputError(f"--field {field!r}: give the event field holding the line, e.g. message or log.msg")
+        raise ConfigError("field", "{} ", detail=f"{field!r}: give the event field holding the line, e.g. message or log.msg")
     return field
 
 
 def check_input(name: str) -> str:
     if not _INPUT.fullmatch(name):
-        raise UserInputError(f"--input {name!r}: give the id of the Vector source (or transform) with the logs")
+        raise ConfigError("source", "{} ", detail=f"{name!r}: give the id of the Vector source (or transform) with the logs")
     return name
 
 
