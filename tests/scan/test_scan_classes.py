@@ -78,3 +78,34 @@ def test_a_line_of_the_class_is_found(problem: str, line: str) -> None:
 @pytest.mark.parametrize("line", HEALTHY)
 def test_a_healthy_line_of_the_same_servers_gives_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+LEARNED_FROM_REAL_WORLD_6 = {
+    "engine-dead": [
+        "Error: 500 Internal Server Error: llama-server process has terminated: exit status 1",
+        'level=ERROR source=server.go:1 msg="llama runner terminated" error="exit status 2"',
+        "Message: 'Received sigquit from a child proces. It usually means the child failed.'",
+        "[2026-01-01 00:00:00] TokenizerManager hit an exception: Traceback (most recent call last):",
+        "the server dies with GGML_ASSERT failed after a few requests",
+    ],
+    "http-error-status": [
+        "Error 429: rate limit exceeded, retry in 10 s",
+        "vectorize keywords: remote client vectorize: fail with status 503: upstream busy",
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_6.items() for line in lines]
+)
+def test_what_real_world_6_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+def test_source_quoting_the_schedulers_log_call_is_not_a_death() -> None:
+    assert scan('        logger.error(f"Scheduler hit an exception: {traceback}")') == {}
+
+
+def test_spacys_japanese_tokenizer_is_not_the_hf_tokenizer() -> None:
+    found = scan("Japanese tokenizer raises `RuntimeError: Already borrowed` under threads\nRuntimeError: Already borrowed")
+    assert "tokenizer-already-borrowed" not in found and "pyo3-borrow-elsewhere" in found, found
