@@ -76,6 +76,14 @@ def test_any_bytes_never_crash(data: bytes) -> None:
     bulk.result().to_dict()
 
 
+@pytest.mark.parametrize("data", [b"\x1b@", b"\x1b[0m", b"a\n\x1b@", b"\x1b@\n\x1b[31m"])
+def test_a_last_line_of_colour_codes_only_is_still_a_line(data: bytes) -> None:
+    # found by test_any_bytes_never_crash on the old stack: the bulk reader removed b"\x1b@" and counted 0 lines
+    bulk, line = both_paths(data)
+    expected = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    assert bulk.result().lines == line.result().lines == expected
+
+
 @pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.binary(max_size=12)), max_size=80))

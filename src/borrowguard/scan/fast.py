@@ -110,11 +110,11 @@ def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[bytes]:
             chunk = b"" if nl == -1 else chunk[nl:]
             head = None
             if not chunk:
-                yield clean(pending)
+                yield last_line(pending)
                 return
         if not chunk:
             if pending:
-                yield clean(pending)
+                yield last_line(pending)
             return
         cut = chunk.rfind(b"\n") + 1
         if cut:
@@ -129,6 +129,12 @@ def blocks(stream: BinaryIO, size: int = BLOCK) -> Iterator[bytes]:
             pending += chunk
         if len(pending) > MAX_LINE:
             head, pending = pending[:HEAD], pending[-HEAD:]
+
+
+def last_line(pending: bytes) -> bytes:
+    """The stream's last line, which has no newline: cleaned like a block, but a line made only of colour
+    codes (b"\\x1b@") is still a line, so it is kept as an empty one (an empty block would count none)."""
+    return clean(pending) or b"\n"
 
 
 def clean(block: bytes) -> bytes:
