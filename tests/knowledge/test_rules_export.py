@@ -455,3 +455,13 @@ def test_yaml_writer_round_trips(value: str) -> None:
 
     doc = {"a": {"b-c": [value, {"d": value, "e": [value]}], "n": 3}, "empty": [], "weird key!": value}
     assert yaml.safe_load(_yaml.dump(doc, ["comment"])) == doc
+
+
+def test_lucene_gets_a_long_gap_of_any_character_unbounded() -> None:
+    # Lucene cannot determinize `.*` before a long bounded gap of any character (GGML_ASSERT's condition): the
+    # gap goes out unbounded, a short one and a gap of a narrower class stay as written
+    assert to_lucene(r"A.{1,200}B") == "A[^\n]+B"
+    assert to_lucene(r"A.{0,900}B") == "A[^\n]*B"
+    assert to_lucene(r"A.{0,5}B") == "A[^\n]{0,5}B"
+    assert to_lucene(r"A\S{1,128}B").endswith("{1,128}B")
+    assert to_re2(r"A.{1,200}B") == r"A[^\x{a}]{1,200}B"

@@ -310,6 +310,14 @@ class _Lucene:
         return f"({body})"
 
 
+_LUCENE_LONGEST_GAP = 32
+
+
+def _any_char(node: Node) -> bool:
+    """`.` as Python reads it: every code point but a newline."""
+    return isinstance(node, Chars) and node.negated and node.ranges == ((10, 10),)
+
+
 def _write(node: Node, w: _Re2 | _Lucene) -> str:
     if isinstance(node, Seq):
         if not node.items and isinstance(w, _Lucene):
@@ -328,8 +336,11 @@ def _write(node: Node, w: _Re2 | _Lucene) -> str:
             q = "+"
         elif (node.low, node.high) == (0, 1):
             q = "?"
-        elif node.high is None:
-            q = f"{{{node.low},}}"
+        elif node.high is None or (isinstance(w, _Lucene) and node.high > _LUCENE_LONGEST_GAP and _any_char(node.node)):
+            # Lucene determinizes `.*` before a long bounded gap of any character into more than its 10,000
+            # states (every place the text before the gap could have started is a state of its own); the
+            # gap unbounded, the query only also matches a line whose gap is longer (a log line has no \n)
+            q = "*" if node.low == 0 else "+" if node.low == 1 else f"{{{node.low},}}"
         elif node.high == node.low:
             q = f"{{{node.low}}}"
         else:
