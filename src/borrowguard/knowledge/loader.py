@@ -72,9 +72,12 @@ class Problem:
         return vllm_range(self.detect) if self.detect else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class KnowledgeBase:
-    """Every known problem by id, in file order (bundled first, then the user's new ids)."""
+    """Every known problem by id, in file order (bundled first, then the user's new ids).
+
+    Compared and hashed by identity: it never changes once loaded, so what is compiled from it (scan's
+    signatures and anchors) is cached per knowledge base."""
 
     problems: Mapping[str, Problem]
     sources: tuple[Path, ...] = field(default=())

@@ -22,6 +22,12 @@ try:
 except ImportError:  # optional: `pip install 'borrowguard[scan]'`
     _aho = None
 
+
+def accelerated() -> bool:
+    """Whether the anchors can be searched in one Aho-Corasick pass (ahocorasick-rs is installed)."""
+    return _aho is not None
+
+
 BLOCK = 4 << 20
 AC_SLICE = 256 << 10
 MAX_INTERLEAVED = 16

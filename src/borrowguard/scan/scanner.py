@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 import threading
 import time
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import BinaryIO
 
 from borrowguard.knowledge import KnowledgeBase, load
@@ -50,6 +52,61 @@ MAX_WARNINGS = 20
 TRACEBACK = "Traceback (most recent call last)"
 
 
+@dataclass(frozen=True)
+class _Tables:
+    """What a scanner reads a knowledge base through: the same for every scanner of that base, so it is
+    made once (compiling and checking every pattern and building the anchor automaton take ~0.1 s, which
+    verify, follow mode and the tests would otherwise pay for each scanner)."""
+
+    signatures: tuple[Signature, ...]
+    context_signatures: tuple[Signature, ...]
+    anchor_search: fast.AnchorSearch
+    anchors: tuple[str, ...]
+    probes: tuple[str, ...]
+    probe_bytes: tuple[re.Pattern[bytes], ...]
+    message_signatures: tuple[Signature, ...]
+    frame_signatures: tuple[int, ...]
+    stall_signatures: tuple[int, ...]
+
+
+@lru_cache(maxsize=8)
+def _tables(kb: KnowledgeBase, accelerate: bool) -> _Tables:
+    signatures = compile_signatures(kb)
+    # Two equivalent ways to find the lines worth parsing: every anchor in one Aho-Corasick pass
+    # (ahocorasick-rs installed), or one substring search per anchor plus regex probes where an anchor
+    # would be common (stdlib only). The server watch's start-up lines are anchors too.
+    # Traceback headers too: a traceback is then read whole from its first line, whichever block or
+    # process interleaving it spans, as the per-line path reads it.
+    context_signatures = tuple(s for s in signatures if s.context is not None)
+    # the lines that attribute a match by its context are read too (see scan.attribution)
+    evidence = tuple(a for s in context_signatures for a in s.context.literals())  # type: ignore[union-attr]
+    extra = (*startup.ANCHORS, TRACEBACK, *evidence)
+
+    def declared(name: str) -> list[str]:
+        return [a for s in signatures for a in getattr(s, name)]
+
+    probes: tuple[str, ...] = ()
+    search = fast.AnchorSearch(
+        minimal_anchors(a.encode() for a in (*extra, *declared("anchors"))), accelerate=accelerate
+    )
+    if not search.accelerated:
+        search = fast.AnchorSearch(
+            minimal_anchors(a.encode() for a in (*extra, *declared("find_anchors"))), accelerate=False
+        )
+        probes = tuple(dict.fromkeys(p for s in signatures for p in s.probes))
+    return _Tables(
+        signatures=signatures,
+        context_signatures=context_signatures,
+        anchor_search=search,
+        anchors=tuple(a.decode() for a in search.anchors),
+        probes=probes,
+        probe_bytes=tuple(re.compile(p.encode()) for p in probes),
+        message_signatures=tuple(s for s in signatures if s.message),
+        frame_signatures=tuple(i for i, s in enumerate(signatures) if s.frames),
+        stall_signatures=tuple(i for i, s in enumerate(signatures) if s.stall),
+    )
+
+
 class Scanner(BulkReading):
     """Matches log lines against the knowledge base's signatures.
 
@@ -60,39 +117,22 @@ class Scanner(BulkReading):
 
     def __init__(self, kb: KnowledgeBase | None = None) -> None:
         self.kb = kb if kb is not None else load()
-        self.signatures: tuple[Signature, ...] = compile_signatures(self.kb)
-        # Two equivalent ways to find the lines worth parsing: every anchor in one Aho-Corasick pass
-        # (ahocorasick-rs installed), or one substring search per anchor plus regex probes where an anchor
-        # would be common (stdlib only). The server watch's start-up lines are anchors too.
-        # Traceback headers too: a traceback is then read whole from its first line, whichever block or
-        # process interleaving it spans, as the per-line path reads it.
-        self._ctx_sigs = tuple(s for s in self.signatures if s.context is not None)
-        # the lines that attribute a match by its context are read too (see scan.attribution)
-        evidence = tuple(a for s in self._ctx_sigs for a in s.context.literals())  # type: ignore[union-attr]
-        extra = (*startup.ANCHORS, TRACEBACK, *evidence)
-        search = fast.AnchorSearch(minimal_anchors(a.encode() for a in (*extra, *self._anchors("anchors"))))
-        if search.accelerated:
-            self.probes: tuple[str, ...] = ()
-        else:
-            search = fast.AnchorSearch(
-                minimal_anchors(a.encode() for a in (*extra, *self._anchors("find_anchors"))), accelerate=False
-            )
-            self.probes = tuple(dict.fromkeys(p for s in self.signatures for p in s.probes))
-        self._anchor_search = search
-        self.anchors: tuple[str, ...] = tuple(a.decode() for a in search.anchors)
-        self._probe_bytes = tuple(re.compile(p.encode()) for p in self.probes)
-        self._message_sigs = tuple(s for s in self.signatures if s.message)
-        self._frame_sigs = tuple(i for i, s in enumerate(self.signatures) if s.frames)
-        self._stall_sigs = tuple(i for i, s in enumerate(self.signatures) if s.stall)
+        tables = _tables(self.kb, fast.accelerated())
+        self.signatures: tuple[Signature, ...] = tables.signatures
+        self._ctx_sigs = tables.context_signatures
+        self._anchor_search = tables.anchor_search
+        self.anchors: tuple[str, ...] = tables.anchors
+        self.probes: tuple[str, ...] = tables.probes
+        self._probe_bytes = tables.probe_bytes
+        self._message_sigs = tables.message_signatures
+        self._frame_sigs = tables.frame_signatures
+        self._stall_sigs = tables.stall_signatures
         self._server = startup.StartupWatch()
         self._findings: dict[str, LogFinding] = {}
         self._sources: dict[str, SourceState] = {}
         self._lines = 0
         self._warnings: list[str] = []
         self._lock = threading.RLock()
-
-    def _anchors(self, name: str) -> list[str]:
-        return [a for s in self.signatures for a in getattr(s, name)]
 
     # ---- input ------------------------------------------------------------------------------------
 
