@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from goals import Goal, add_check, finish
+from memory import rss_mb
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from borrowguard.load.scenarios import ScenarioSettings
@@ -30,14 +31,6 @@ from support.fakeserver import FakeServer  # test scaffolding, not shipped
 
 CPU_RATIO_GOAL = 1.5
 RSS_MB_PER_TARGET_GOAL = 10.0
-
-
-def rss_mb() -> float:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def one(n: int, seconds: float) -> tuple[float, int, float]:

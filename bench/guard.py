@@ -35,25 +35,9 @@ import threading
 import time
 from pathlib import Path
 
+from memory import rss_mb, settled_rss_mb
+
 HERE = Path(__file__).resolve()
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def settled_rss_mb() -> float:
-    """RSS once the calls in flight are gone: what a design keeps (copies, caches), not its working set."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)  # give freed arenas back, or they count as "kept"
-    except OSError:
-        pass
-    return rss_mb()
 
 
 # ---------------------------------------------------------------- one variant, in its own process
@@ -61,20 +45,9 @@ def settled_rss_mb() -> float:
 
 def _texts(rng: random.Random) -> list[str]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from support.corpus import corpus  # test scaffolding, not shipped
+    from support.corpus import prompts  # test scaffolding, not shipped
 
-    lines = [line for line in corpus(seed=7, lines=4000) if not line.startswith("{")]
-    texts = []
-    for words in (300, 800, 2000, 4000):  # medium to long prompts
-        for _ in range(6):
-            start = rng.randrange(len(lines))
-            chunk, n = [], 0
-            while n < words:
-                line = lines[(start + len(chunk)) % len(lines)]
-                chunk.append(line)
-                n += len(line.split())
-            texts.append(" ".join(chunk))
-    return texts
+    return prompts(7, rng, [words for words in (300, 800, 2000, 4000) for _ in range(6)], lines=4000)
 
 
 TOOLS = [

@@ -39,28 +39,12 @@ import threading
 import time
 from pathlib import Path
 
+from memory import settled_rss_mb
+
 HERE = Path(__file__).resolve()
 REPO = HERE.parents[1]
 ARMS = ("pool", "guard", "pool+guard", "keep")
 STEADY_GOAL, STEADY_GOAL_AT_8, MAX_LATENCY_GOAL, RSS_GOAL = 1.0, 1.15, 0.1, 0.1
-
-
-def rss_mb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def settled_rss_mb() -> float:
-    """RSS once freed memory went back to the system: what a design keeps, not its working set."""
-    import ctypes
-    import gc
-
-    gc.collect()
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except OSError:
-        pass
-    return rss_mb()
 
 
 # ---------------------------------------------------------------- one arm, in its own process
@@ -68,18 +52,9 @@ def settled_rss_mb() -> float:
 
 def _texts(rng: random.Random) -> list[str]:
     sys.path.insert(0, str(REPO / "tests"))
-    from support.corpus import corpus  # test scaffolding, not shipped
+    from support.corpus import prompts  # test scaffolding, not shipped
 
-    lines = [line for line in corpus(seed=11, lines=3000) if not line.startswith("{")]
-    texts = []
-    for _ in range(48):
-        words, start, chunk, n = rng.randint(50, 800), rng.randrange(len(lines)), [], 0
-        while n < words:
-            line = lines[(start + len(chunk)) % len(lines)]
-            chunk.append(line)
-            n += len(line.split())
-        texts.append(" ".join(" ".join(chunk).split()[:words]))
-    return texts
+    return prompts(11, rng, (rng.randint(50, 800) for _ in range(48)), cut=True)
 
 
 def _make_call(tok, rng: random.Random, texts: list[str], ids: list[list[int]]):

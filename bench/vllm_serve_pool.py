@@ -87,18 +87,9 @@ def model_dir(serve_python: Path) -> Path:
 
 def _texts(rng: random.Random) -> list[str]:
     sys.path.insert(0, str(REPO / "tests"))
-    from support.corpus import corpus
+    from support.corpus import prompts  # test scaffolding, not shipped
 
-    lines = [line for line in corpus(seed=13, lines=3000) if not line.startswith("{")]
-    texts = []
-    for _ in range(64):
-        words, start, chunk, n = rng.randint(50, 800), rng.randrange(len(lines)), [], 0
-        while n < words:
-            line = lines[(start + len(chunk)) % len(lines)]
-            chunk.append(line)
-            n += len(line.split())
-        texts.append(" ".join(" ".join(chunk).split()[:words]))
-    return texts
+    return prompts(13, rng, (rng.randint(50, 800) for _ in range(64)), cut=True)
 
 
 def _request(rng: random.Random, texts: list[str], model: str) -> tuple[str, dict]:

@@ -20,6 +20,7 @@ import tokenizers
 from packaging.version import Version
 
 from borrowguard.run.launch import BOOTSTRAP_DIR, find_python, plan
+from support.processes import stop_group
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 OLD_STACK = Version(tokenizers.__version__) < Version("0.23.1")
@@ -146,13 +147,7 @@ class Uvicorn:
         return results
 
     def stop(self) -> str:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait(timeout=10)
+        stop_group(self.proc)
         self.err.close()
         return self.err_path.read_text()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 COMMON = [
     "the",
@@ -287,3 +287,21 @@ def corpus(seed: int, lines: int = 80000) -> Iterator[str]:
             )
         else:
             yield " ".join(rng.choice(NON_LATIN) for _ in range(rng.randint(1, 4)))
+
+
+def prompts(
+    seed: int, rng: random.Random, lengths: Iterable[int], *, lines: int = 3000, cut: bool = False
+) -> list[str]:
+    """Prose prompts for the benches, one per length in `lengths` (words; exactly that many with `cut`, else
+    at least): consecutive lines of the corpus from a start that `rng` draws, its JSON lines left out."""
+    prose = [line for line in corpus(seed=seed, lines=lines) if not line.startswith("{")]
+    out = []
+    for words in lengths:
+        start, chunk, n = rng.randrange(len(prose)), [], 0
+        while n < words:
+            line = prose[(start + len(chunk)) % len(prose)]
+            chunk.append(line)
+            n += len(line.split())
+        text = " ".join(chunk)
+        out.append(" ".join(text.split()[:words]) if cut else text)
+    return out
