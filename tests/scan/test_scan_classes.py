@@ -183,3 +183,44 @@ def test_another_pyo3_extension_is_not_the_tokenizer() -> None:
 @pytest.mark.parametrize("line", HEALTHY_BEFORE_REAL_WORLD_7)
 def test_source_and_healthy_lines_written_before_real_world_7_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+# What real-world-7 taught, as rules for the class: each line is of the class and none is an excerpt.
+LEARNED_FROM_REAL_WORLD_7 = {
+    "engine-dead": [
+        'time=2025-01-01T00:00:00Z level=ERROR source=sched.go:1 msg="runner exited" error="signal: segmentation fault (core dumped)"',
+        "Error: llama runner died: signal: aborted",
+    ],
+    "nccl-failure": [
+        "RuntimeError: NCCL communicator init failed: invalid usage (run with NCCL_DEBUG=INFO for details)",
+        "the job dies with unhandled cuda error in NCCL after a few steps",
+        "NCCL remote error during all_gather on node 3",
+    ],
+    "http-error-status": [
+        "anthropic.RateLimitError: Error code: 429",
+        "2025-01-01 00:00:00 | ERROR | rerank failed: 503, message='Service Unavailable', url='http://rerank:8080/rerank'",
+        "the reranker keeps answering with 429 when we batch",
+        "after the upgrade every call returns a 422 because of the schema",
+        "we are getting 502 from the gateway since monday",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_7 = [
+    "Aborted (core dumped)",                        # any program's death in a shell: not said to be the engine
+    "the query returned 500 rows in 40 ms",         # 400 and 500 count things too
+    "got 400 samples with 413 tokens each",         # a count followed by a digit-free word, but no verb of answering
+    "NCCL INFO Using network IB",
+    "error_code: 50001",
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_7.items() for line in lines]
+)
+def test_what_real_world_7_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_7)
+def test_the_near_misses_of_what_real_world_7_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line

@@ -16,6 +16,15 @@ three ways: 'with 413.', 'why cause 413?' / 'hitting 413 from client', and FastC
 nccl-failure 7/8 (missed: 'unhandled system error with NCCL' in a title), pyo3-borrow-elsewhere 3/3,
 tokenizer-already-borrowed 3/3; no near-miss produced anything (no false alarm). Confidence as labelled for 25/30.
 
+Then what it showed was learned (so this set is no longer held out), as rules for each class: a child killed by a
+fatal signal as Go's os/exec reports it ("signal: aborted", medium; not a shell's "Aborted (core dumped)", which any
+program prints); NCCL's result strings ("run with NCCL_DEBUG=INFO for details") and NCCL's errors retold with the
+library's name ("unhandled system error with NCCL", "NCCL internal error", medium); a client exception's own str()
+without what follows (openai/anthropic "...Error: Error code: 502", aiohttp's "500, message='...'"); a status said in
+prose after a verb of answering, only for codes rarely anything else (not 400 or 500), followed by punctuation or a
+word about the answer (medium). That gives 1.00 / 1.00 (confidence as labelled for 30/37: the prose statuses are
+medium where the labels say high), every other set unchanged.
+
     python bench/scan_recall.py --set held-out-5 --verbose
 """
 
@@ -26,7 +35,7 @@ from test_scan_recall import CASES, Case, bulk, cases, check_collected_set, foun
 
 HELD_OUT_5 = cases("real-world-7")
 AS_COLLECTED = (1.0, 0.81)
-NOW = AS_COLLECTED
+NOW = (1.0, 1.0)
 
 
 def test_the_set_is_big_enough_cited_and_new() -> None:
