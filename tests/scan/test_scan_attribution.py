@@ -23,7 +23,8 @@ ELSEWHERE = KB.of_kind(Kind.NOT_THE_TOKENIZER)[0].id
 # fixture -> {id: (confidence, detail or None, a word the evidence must contain)}
 EXPECTED: dict[str, dict[str, tuple[str, str | None, str]]] = {
     "bare_line.log": {TOKENIZER: ("low", None, "no context")},
-    "http_answer_body.log": {TOKENIZER: ("high", None, "HTTP answer")},
+    # "failed: HTTP 500 {...}" is the answer's status too (read since the rules written before real-world-7)
+    "http_answer_body.log": {TOKENIZER: ("high", None, "HTTP answer"), "http-error-status": ("high", "500", "")},
     "rich_boxed.log": {TOKENIZER: ("high", None, "traceback")},
     "sentry_json_frames.log": {TOKENIZER: ("high", None, "below")},
     "json_record_escaped_traceback.log": {TOKENIZER: ("high", None, "traceback")},

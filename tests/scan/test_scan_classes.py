@@ -109,3 +109,118 @@ def test_source_quoting_the_schedulers_log_call_is_not_a_death() -> None:
 def test_spacys_japanese_tokenizer_is_not_the_hf_tokenizer() -> None:
     found = scan("Japanese tokenizer raises `RuntimeError: Already borrowed` under threads\nRuntimeError: Already borrowed")
     assert "tokenizer-already-borrowed" not in found and "pyo3-borrow-elsewhere" in found, found
+
+
+# Written before real-world-7 was collected, from the servers' and clients' sources and the shapes people retype:
+# none of these lines is an excerpt of any set.
+BEFORE_REAL_WORLD_7 = {
+    "tokenizer-already-borrowed": [
+        "RuntimeError: already borrowed",
+        "got runtime error: already borrowed when two threads call the reranker",
+        'File "/srv/app/.venv/lib/python3.11/site-packages/fastembed/text/onnx_embedding.py", line 5, in embed\n'
+        "RuntimeError: Already borrowed",
+        'File "/app/rerank.py", line 40, in score\n    scores = model.predict(pairs)  # CrossEncoder\n'
+        "RuntimeError: Already borrowed",
+        'File "/opt/sglang/python/sglang/srt/managers/tokenizer_manager.py", line 300, in _tokenize_one_request\n'
+        "RuntimeError: Already borrowed",
+    ],
+    "engine-dead": [
+        "RuntimeError: Worker failed with error 'CUDA error: an illegal memory access was encountered', please check the stack trace above for the root cause",
+        "2025-01-01T00:00:00.000000Z ERROR text_generation_launcher: Webserver Crashed",
+        "Error: WebserverFailed",
+        '{"error":"model runner has unexpectedly stopped, this may be due to resource limitations or an internal error"}',
+        "Error: llama runner exited, you may not have enough memory to run the model",
+        "[2025-01-01 00:00:00] Child process unexpectedly failed with exitcode=9. pid=1234",
+        "[2025-01-01 00:00:00] Initialization failed. warmup error: Traceback (most recent call last):",
+        "ray.exceptions.ActorDiedError: The actor died because of an error raised in its creation task",
+    ],
+    "nccl-failure": [
+        "[rank3]:[E1201 10:00:00.123456789 ProcessGroupNCCL.cpp:1000] [PG ID 0 PG GUID 0 Rank 3] Timeout at NCCL work: 10, last enqueued NCCL work: 10, last completed NCCL work: 9.",
+        "torch.distributed.DistBackendError: [1] is setting up NCCL communicator and retrieving ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: Socket Timeout",
+        "[rank0]:[E1201 10:00:00.123456789 ProcessGroupNCCL.cpp:1200] [PG ID 0 PG GUID 0 Rank 0] Heartbeat monitor timed out!",
+        "[E ProcessGroupNCCL.cpp:900] [Rank 1] something about the collective went wrong",
+    ],
+    "http-error-status": [
+        "Error: HTTP 503: model is loading",
+        "Response{protocol=http/1.1, code=502, message=Bad Gateway, url=http://embed:8080/embed}",
+        "embedding request failed: unexpected status 500",
+        "rerank call returned status 429, backing off",
+        "The /v1/embeddings endpoint returns a 500 error after a few minutes",
+        "client got 502 response from the gateway",
+    ],
+    "pyo3-borrow-elsewhere": [
+        'File "/usr/lib/python3/site-packages/pycrdt/_doc.py", line 10, in transaction\nRuntimeError: Already borrowed',
+        "pyo3::pycell::PyBorrowMutError: Already borrowed",
+    ],
+}
+
+HEALTHY_BEFORE_REAL_WORLD_7 = [
+    "[W ProcessGroupNCCL.cpp:1200] Warning: destroy_process_group() was not called before program exit",
+    "[I ProcessGroupNCCL.cpp:800] [Rank 0] ProcessGroupNCCL initialization options: NCCL_ASYNC_ERROR_HANDLING: 1",
+    "    raise HTTPException(status_code=500, detail=str(e))",
+    '        logger.error("Engine core proc %s died unexpectedly, shutting down client.", proc_name)',
+    "class EngineDeadError(Exception):",
+    "from vllm.v1.engine.exceptions import EngineDeadError",
+    "we returned 500 rows in 2 s",
+    "HTTP 200 OK",
+    "thread 'main' panicked at 'already borrowed: BorrowMutError', src/lib.rs:10:5",
+    '            raise RuntimeError(f"Worker failed with error \'{e}\', please check the stack trace above")',
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in BEFORE_REAL_WORLD_7.items() for line in lines]
+)
+def test_a_line_of_the_class_written_before_real_world_7_is_found(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+def test_another_pyo3_extension_is_not_the_tokenizer() -> None:
+    for line in BEFORE_REAL_WORLD_7["pyo3-borrow-elsewhere"]:
+        assert "tokenizer-already-borrowed" not in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_BEFORE_REAL_WORLD_7)
+def test_source_and_healthy_lines_written_before_real_world_7_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
+
+
+# What real-world-7 taught, as rules for the class: each line is of the class and none is an excerpt.
+LEARNED_FROM_REAL_WORLD_7 = {
+    "engine-dead": [
+        'time=2025-01-01T00:00:00Z level=ERROR source=sched.go:1 msg="runner exited" error="signal: segmentation fault (core dumped)"',
+        "Error: llama runner died: signal: aborted",
+    ],
+    "nccl-failure": [
+        "RuntimeError: NCCL communicator init failed: invalid usage (run with NCCL_DEBUG=INFO for details)",
+        "the job dies with unhandled cuda error in NCCL after a few steps",
+        "NCCL remote error during all_gather on node 3",
+    ],
+    "http-error-status": [
+        "anthropic.RateLimitError: Error code: 429",
+        "2025-01-01 00:00:00 | ERROR | rerank failed: 503, message='Service Unavailable', url='http://rerank:8080/rerank'",
+        "the reranker keeps answering with 429 when we batch",
+        "after the upgrade every call returns a 422 because of the schema",
+        "we are getting 502 from the gateway since monday",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_7 = [
+    "Aborted (core dumped)",                        # any program's death in a shell: not said to be the engine
+    "the query returned 500 rows in 40 ms",         # 400 and 500 count things too
+    "got 400 samples with 413 tokens each",         # a count followed by a digit-free word, but no verb of answering
+    "NCCL INFO Using network IB",
+    "error_code: 50001",
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_7.items() for line in lines]
+)
+def test_what_real_world_7_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_7)
+def test_the_near_misses_of_what_real_world_7_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
