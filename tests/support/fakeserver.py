@@ -52,6 +52,7 @@ class _Server:
         self.log = open(log_path, "a", encoding="utf-8", buffering=1) if log_path else None  # noqa: SIM115
         self.die_after = die_after
         self.chats = 0
+        self.stalled = 0  # chats held by the `stall` fault right now
         self.seen: set[int] = set()  # hashes of the chat bodies answered (the `drift` fault)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -92,7 +93,10 @@ class _Server:
         if method == "GET" and path == "/v1/models":
             return _send(writer, 200, b'{"object":"list","data":[{"id":"fake-model","object":"model"}]}')
         if method == "GET" and path == "/metrics":
-            text = f"# TYPE fake_requests_total counter\nfake_requests_total {self.chats}\n"
+            text = (
+                f"# TYPE fake_requests_total counter\nfake_requests_total {self.chats}\n"
+                f"# TYPE fake_stalled gauge\nfake_stalled {self.stalled}\n"
+            )
             return _send(writer, 200, text.encode(), "text/plain; version=0.0.4")
         if method == "POST" and path in ("/v1/chat/completions", "/v1/completions"):
             self.chats += 1
@@ -148,7 +152,11 @@ class _Server:
             writer.write(
                 b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
             )
-            await asyncio.sleep(3600)
+            self.stalled += 1
+            try:
+                await asyncio.sleep(3600)
+            finally:
+                self.stalled -= 1
             return False
         usage: dict | None = {"prompt_tokens": prompt_tokens, "completion_tokens": 4,
                               "total_tokens": prompt_tokens + 4}

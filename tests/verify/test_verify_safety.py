@@ -92,7 +92,9 @@ def test_api_key_and_escape_sequences_never_reach_the_output(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_a_hanging_server_cannot_stretch_a_short_run(tmp_path: Path) -> None:
-    with FakeServer(faults=["stall"]) as srv:
+    # The preflight's probes and the serial reference are answered (each stall there would be held to the
+    # probe timeout instead), then the load's requests stall: what is left is the drain.
+    with FakeServer(faults=[*["ok"] * 20, "stall"]) as srv:
         started = time.monotonic()
         proc = _cli("--url", srv.url, "-d", "3s", "-c", "2", *SMALL, "--json", "--timeout", "600s", timeout=400)
         took = time.monotonic() - started

@@ -41,7 +41,7 @@ def _verify(*args: str) -> Iterator[subprocess.Popen[str]]:
 
 def _wait_for_load(url: str, at_least: int = 10) -> None:
     deadline = time.monotonic() + HANG_BOUND
-    while _count(url) < at_least and time.monotonic() < deadline:  # load flowing (stalls in flight, if any)
+    while _metric(url, "fake_requests_total") < at_least and time.monotonic() < deadline:  # load flowing (stalls in flight, if any)
         time.sleep(0.2)
 
 
@@ -54,11 +54,11 @@ def _ended(proc: subprocess.Popen[str]) -> tuple[str, str]:
         raise AssertionError(f"still running {HANG_BOUND:g} s after the signal:\n{err[-2000:]}") from None
 
 
-def _count(url: str) -> int:
+def _metric(url: str, name: str) -> int:
     import urllib.request
 
     with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
-        line = next(ln for ln in response.read().decode().splitlines() if ln.startswith("fake_requests_total"))
+        line = next(ln for ln in response.read().decode().splitlines() if ln.startswith(name + " "))
     return int(float(line.split()[1]))
 
 
@@ -79,15 +79,17 @@ def test_a_signal_cancels_the_preflight_of_a_hung_server(sig: signal.Signals) ->
 @pytest.mark.slow
 def test_a_signal_does_not_wait_for_the_drain_of_a_stalling_server(tmp_path: Path) -> None:
     records = tmp_path / "r.jsonl"
-    with FakeServer(faults=["ok", "stall"]) as srv, _verify("--url", srv.url, *LONG, "--report",
-                                                            str(tmp_path / "r.html"), "--records",
-                                                            str(records)) as proc:
-        # The preflight's probes count as chats too: wait for the load itself (a record written), then for
-        # more chats, so that stalls are in flight (every other request stalls).
+    # Twenty answers, then a stall: the preflight's probes and the serial reference are answered (a stall
+    # there holds a request to its timeout), then the load's workers stall in turn. Two stalls at once can only
+    # be the load's (what comes before asks one request at a time): the signal then comes while the run would
+    # have to drain them.
+    with FakeServer(faults=[*["ok"] * 20, "stall"]) as srv, _verify("--url", srv.url, *LONG, "--report",
+                                                                  str(tmp_path / "r.html"), "--records",
+                                                                  str(records)) as proc:
         deadline = time.monotonic() + HANG_BOUND
-        while not (records.exists() and records.stat().st_size) and time.monotonic() < deadline:
+        while _metric(srv.url, "fake_stalled") < 2 and time.monotonic() < deadline:
             time.sleep(0.2)
-        _wait_for_load(srv.url, _count(srv.url) + 3)
+        assert _metric(srv.url, "fake_stalled") >= 2, "the load's workers never stalled"
         proc.send_signal(signal.SIGINT)
         out, err = _ended(proc)
     assert proc.returncode == 2, err[-2000:]
