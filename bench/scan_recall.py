@@ -7,18 +7,9 @@ each finding got. Goals: precision 1.0, recall >= 0.9.
 
     python bench/scan_recall.py
     python bench/scan_recall.py --verbose      # every file's expected and found ids
-    python bench/scan_recall.py --set after-rules   # tests/fixtures/logs/real-world-2/: the excerpts
-                                                    # collected after the rules were written (goals 0.95 / 0.9)
-    python bench/scan_recall.py --set held-out      # tests/fixtures/logs/real-world-3/: collected after the
-                                                    # rules of issue 22 were written, labelled before any scan
-    python bench/scan_recall.py --set held-out-2    # tests/fixtures/logs/real-world-4/: collected after
-                                                    # real-world-3's lessons were learned, labelled before any scan
-    python bench/scan_recall.py --set held-out-3    # tests/fixtures/logs/real-world-5/: collected after
-                                                    # real-world-4's lessons were generalized, labelled before any scan
-    python bench/scan_recall.py --set held-out-4    # tests/fixtures/logs/real-world-6/: collected after the
-                                                    # rules for the classes (7add21a), labelled before any scan
-    python bench/scan_recall.py --set held-out-5    # tests/fixtures/logs/real-world-7/: collected after the
-                                                    # rules for the classes (47a7505), labelled before any scan
+    python bench/scan_recall.py --set held-out-5    # a set collected after the rules of its time, labelled
+                                                    # before any scan: every set, its folder and its figures
+                                                    # as collected and now are in docs/scan-recall.md
 """
 
 from __future__ import annotations
@@ -32,10 +23,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 HARNESS = ROOT / "tests" / "scan" / "test_scan_recall.py"
 sys.path.insert(0, str(ROOT / "tests"))  # the harness reads the excerpts with tests/support/realworld.py
-SETS = {"first": "real-world", "after-rules": "real-world-2", "held-out": "real-world-3", "held-out-2": "real-world-4",
-        "held-out-3": "real-world-5", "held-out-4": "real-world-6", "held-out-5": "real-world-7"}
-GOALS = {"first": (1.0, 0.9), "after-rules": (0.95, 0.9), "held-out": (0.95, 0.9), "held-out-2": (0.95, 0.9),
-         "held-out-3": (0.95, 0.9), "held-out-4": (0.95, 0.9), "held-out-5": (0.95, 0.9)}
+from support.realworld import COLLECTED  # noqa: E402
+
+SETS = {"first": "real-world", **{s.name: s.directory for s in COLLECTED}}
+GOALS = {"first": (1.0, 0.9), **{s.name: (0.95, 0.9) for s in COLLECTED}}
 
 
 def load_harness():  # type: ignore[no-untyped-def]

@@ -38,3 +38,33 @@ def read_case(path: Path) -> Case:
         elif key == "server":
             case.server = dict(pair.split("=", 1) for pair in value.split())
     return case
+
+
+@dataclass(frozen=True)
+class CollectedSet:
+    """A set of excerpts collected after the rules of its time and labelled before scan first read it: a
+    measurement, not a specification (docs/scan-recall.md tells how each was collected and what it showed)."""
+
+    name: str
+    """What `bench/scan_recall.py --set` calls it."""
+    directory: str
+    """Its folder under tests/fixtures/logs/ (positive/ and near-miss/)."""
+    as_collected: tuple[float, float]
+    """Precision and recall the first time scan read it."""
+    now: tuple[float, float]
+    """Precision and recall since its lessons were learned: the figures may not fall below these."""
+    known_false: tuple[str, ...] = ()
+    """File-name prefixes of its false alarms as collected (expected to fail only while `now` is that)."""
+
+
+# In the order they were collected: each set's sources are new to every set above it.
+COLLECTED = (
+    CollectedSet("after-rules", "real-world-2", as_collected=(0.90, 0.90), now=(1.0, 1.0)),
+    CollectedSet("held-out", "real-world-3", as_collected=(0.92, 0.65), now=(1.0, 0.94)),
+    CollectedSet("held-out-2", "real-world-4", as_collected=(0.93, 0.76), now=(1.0, 1.0)),
+    CollectedSet("held-out-3", "real-world-5", as_collected=(0.93, 0.77), now=(1.0, 1.0),
+                 known_false=("sudachi289", "pyo3_4602")),
+    CollectedSet("held-out-4", "real-world-6", as_collected=(0.94, 0.80), now=(1.0, 1.0),
+                 known_false=("sglang4618", "spacy13733")),
+    CollectedSet("held-out-5", "real-world-7", as_collected=(1.0, 0.81), now=(1.0, 1.0)),
+)
