@@ -19,7 +19,7 @@ from typing import Any
 
 from borrowguard.errors import ConfigError
 from borrowguard.knowledge.export.dialects import to_lucene
-from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
+from borrowguard.knowledge.export.lines import ExportPlan, LineRule, header, plan
 from borrowguard.knowledge.export.safety import json_text
 from borrowguard.knowledge.loader import KnowledgeBase
 
@@ -34,7 +34,7 @@ def check_field(field: str) -> str:
     return field
 
 
-def lucene_plan(kb: KnowledgeBase) -> Plan:
+def lucene_plan(kb: KnowledgeBase) -> ExportPlan:
     return plan(kb, to_lucene)
 
 

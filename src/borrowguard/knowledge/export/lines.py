@@ -49,14 +49,14 @@ class ScanOnly:
 
 
 @dataclass(frozen=True)
-class Plan:
+class ExportPlan:
     rules: tuple[LineRule, ...]
     scan_only: tuple[ScanOnly, ...]
     environment_only: tuple[str, ...]
     """Problems with no log signature at all: `borrowguard doctor` finds them in the environment."""
 
 
-def plan(kb: KnowledgeBase, convert: Callable[[str], str]) -> Plan:
+def plan(kb: KnowledgeBase, convert: Callable[[str], str]) -> ExportPlan:
     """Split every signature of `kb` into line rules (regexes rewritten by `convert`) and scan-only ones."""
     rules: list[LineRule] = []
     scan_only: list[ScanOnly] = []
@@ -77,7 +77,7 @@ def plan(kb: KnowledgeBase, convert: Callable[[str], str]) -> Plan:
             scan_only.append(ScanOnly(problem.id, index, why))
         if exported:
             rules.append(LineRule(problem, tuple(exported), len(problem.signatures)))
-    return Plan(tuple(rules), tuple(scan_only), tuple(environment))
+    return ExportPlan(tuple(rules), tuple(scan_only), tuple(environment))
 
 
 def scan_only_reason(raw: Mapping[str, Any]) -> str | None:
@@ -149,7 +149,7 @@ NOT_DONE = (
 )
 
 
-def header(p: Plan, command: str, engine: str) -> list[str]:
+def header(p: ExportPlan, command: str, engine: str) -> list[str]:
     """The explanation every export carries (as comments where the format has them): what it is, what
     it cannot do, and what still needs scan."""
     n = sum(len(r.signatures) for r in p.rules)

@@ -14,7 +14,7 @@ import re
 from borrowguard.errors import ConfigError
 from borrowguard.knowledge.export import _yaml
 from borrowguard.knowledge.export.dialects import to_re2
-from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
+from borrowguard.knowledge.export.lines import ExportPlan, LineRule, header, plan
 from borrowguard.knowledge.export.safety import shown
 from borrowguard.knowledge.loader import KnowledgeBase
 
@@ -43,7 +43,7 @@ def check_window(window: str) -> str:
     return window
 
 
-def loki_plan(kb: KnowledgeBase) -> Plan:
+def loki_plan(kb: KnowledgeBase) -> ExportPlan:
     return plan(kb, to_re2)
 
 

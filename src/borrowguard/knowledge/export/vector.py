@@ -20,7 +20,7 @@ import re
 from borrowguard.errors import ConfigError
 from borrowguard.knowledge.export import _yaml
 from borrowguard.knowledge.export.dialects import to_re2
-from borrowguard.knowledge.export.lines import LineRule, Plan, header, plan
+from borrowguard.knowledge.export.lines import ExportPlan, LineRule, header, plan
 from borrowguard.knowledge.export.safety import vrl_string
 from borrowguard.knowledge.loader import KnowledgeBase
 
@@ -45,7 +45,7 @@ def check_input(name: str) -> str:
     return name
 
 
-def vector_plan(kb: KnowledgeBase) -> Plan:
+def vector_plan(kb: KnowledgeBase) -> ExportPlan:
     return plan(kb, to_re2)
 
 
