@@ -21,6 +21,22 @@ alarm too), tokenizer-already-borrowed 3/3; confidence as labelled for 17/25; th
 near-miss produced what it rejects (nccl857's libibverbs WARN), so the held-out-5 test that no excerpt produces
 what it must not is not here as collected.
 
+Then what it showed was learned (so this set is no longer held out), as rules for each class: an engine's death in
+the present ("EngineCore crashes"), told in prose (medium), with a line citing a thread ("owner/repo#N (issue title,
+...)") excluded as a quotation; Ollama's runner terminated in any case ("Llama runner Terminated", medium); "Pyo3"
+spelled so among PyO3's names (the context that says a borrow error is not the tokenizer's); a status said without
+its usual frame (medium): the 500/503 reason phrase alone ("Internal Server Error", "Service Unavailable"), a status
+class named without a code ("InternalServerError: ...", "ServiceUnavailableError"), a rare code counted as it
+happens ("Increased number of 503 errors"; not "we retry on 429 and 503 responses") or followed by the overload it
+reports ("503. The model is overloaded."). That gives 0.97 / 0.94 (tp 32, fp 1, fn 2; confidence as labelled for
+23/32). Left as they are: dots.ocr's "EngineCore failed to start" (tried: vLLM's own record says it before the
+cause it dies of, a CUDA OOM that is the finding, and an exclusion of vLLM's records is not seen by the line
+exports), cortex.cpp's "The server returns 500" at a line's end (400 and 500 in prose count rows too, and the
+exports have no end-of-line anchor) and the libibverbs near-miss's low "stalled at NCCL init" (the excerpt does end
+in NCCL's init, and the thread is about a hang: the label is arguable, the heuristic is not changed for it). Every
+other set unchanged file by file, but for one confidence in held-out-5 that now agrees with its label (DataFusion's
+PR text: "Pyo3", high; 31/37).
+
     python bench/scan_recall.py --set held-out-6 --verbose
 """
 
@@ -31,7 +47,7 @@ from test_scan_recall import CASES, Case, bulk, cases, check_collected_set, foun
 
 HELD_OUT_6 = cases("real-world-8")
 AS_COLLECTED = (0.93, 0.74)
-NOW = (0.93, 0.74)
+NOW = (0.97, 0.94)
 
 
 def test_the_set_is_big_enough_cited_and_new() -> None:
