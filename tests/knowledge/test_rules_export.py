@@ -26,7 +26,7 @@ from borrowguard.knowledge.export.dialects import python_class, to_lucene, to_re
 from borrowguard.knowledge.export.lines import plan, scan_only_reason
 from borrowguard.scan import Scanner
 from support import engines
-from support.realworld import read_case
+from support.realworld import COLLECTED, read_case
 
 LOGS = Path(__file__).parents[1] / "fixtures" / "logs"
 SELECTOR = '{app="vllm"}'
@@ -46,8 +46,7 @@ class Fixture:
 
 def _fixtures() -> list[Fixture]:
     out = []
-    for path in sorted(p for d in ("real-world", "real-world-2", "real-world-3", "real-world-4", "real-world-5", "real-world-6", "real-world-7")
-                         for p in (LOGS / d).glob("*/*.log")):
+    for path in sorted(p for d in ("real-world", *(s.directory for s in COLLECTED)) for p in (LOGS / d).glob("*/*.log")):
         case = read_case(path)  # the real-world reader: headers off, expect/reject read
         out.append(Fixture(path.relative_to(LOGS).as_posix(), case.body.splitlines(), frozenset(case.reject)))
     for path in [*sorted(p for p in LOGS.iterdir() if p.is_file()), *sorted((LOGS / "real").glob("*.log"))]:

@@ -19,6 +19,13 @@ from support.realworld import COLLECTED, CollectedSet
 
 EXCERPTS = {s.name: cases(s.directory) for s in COLLECTED}
 FILES = [(s, case) for s in COLLECTED for case in EXCERPTS[s.name]]
+# A near-miss that scan still finds something in that it rejects is expected to fail, strictly: the test says
+# so once the false alarm is learned.
+STILL_FALSE = pytest.mark.xfail(strict=True, reason="a false alarm not learned yet (docs/scan-recall.md)")
+REJECTS = [
+    pytest.param(s, case, marks=STILL_FALSE) if case.path.name.startswith(s.still_false) else (s, case)
+    for s, case in FILES
+]
 
 
 def _name(value: object) -> str:
@@ -39,10 +46,8 @@ def test_both_read_paths_agree(collected: CollectedSet, case: Case) -> None:
     assert found(bulk(case)) == found(line_by_line(case))
 
 
-@pytest.mark.parametrize(("collected", "case"), FILES, ids=_name)
+@pytest.mark.parametrize(("collected", "case"), REJECTS, ids=_name)
 def test_nothing_it_must_not_produce(collected: CollectedSet, case: Case) -> None:
-    if collected.now == collected.as_collected and case.path.name.startswith(collected.known_false):
-        pytest.xfail("a false alarm as collected (docs/scan-recall.md)")
     assert not case.reject & set(found(bulk(case))), case.source
 
 
