@@ -225,7 +225,9 @@ RAW = [  # raw lines as shippers send them: prefixes, colour codes, quoted text
      "[async_llm.py:480] AsyncLLM output_handler failed.", {"engine-dead"}),
     ("\x1b[1;31mERROR\x1b[0m 07-07 20:12:45 [core_client.py:564] Engine core proc EngineCore_DP0 died unexpectedly, "
      "shutting down client.", {"engine-dead"}),
-    ("Engine core proc\xa0EngineCore_DP0 died unexpectedly", set()),  # no space: not what scan matches
+    ("Engine core proc\xa0EngineCore_DP0 died unexpectedly", {"engine-dead"}),  # no space: not the first table's
+    # phrase, but still a process that serves said to die (the table for the class, before real-world-9)
+    ("Engine core proc\xa0EngineCore_DP0 stopped", set()),  # no space and no death said: nothing
     ("(APIServer pid=12) INFO 08-02 09:15:02 [logger.py:43] Received request chatcmpl-9: prompt: 'What does "
      "\"RuntimeError: Already borrowed\" mean?', params: SamplingParams(max_tokens=64)", set()),
     ("gpu-node-3:412:412 [0] NCCL WARN Failed to open libibverbs.so[.1]", set()),
