@@ -4,6 +4,7 @@ every source in a thread of its own, each line and each end said, a failing sour
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,3 +57,32 @@ def test_wait_returns_when_every_source_has_ended() -> None:
     follower.wait()
     assert seen == ["x", "y"] and follower.stop_event.is_set()
     assert follower.state("a").lines == 2 and not follower.state("a").exited
+
+
+def test_lines_written_just_before_the_stop_are_all_handed_on(tmp_path: Path) -> None:
+    # The follower waits between polls when the lines arrive; the stop wakes it, and it reads them: every one is
+    # handed on, not only the first (a busy machine delays the poll past a verify's last lines)
+    log = tmp_path / "server.log"
+    log.write_text("")
+    seen: list[str] = []
+    follower = Follower(lambda source, line: seen.append(line))
+    follower.add_file(log, poll_interval=30)
+    follower.start()
+    time.sleep(0.5)  # the thread has opened the file and waits for its next poll, 30 s away
+    with log.open("a") as f:
+        f.write("one\ntwo\nthree\n")
+    follower.stop(timeout=10)
+    assert seen == ["one", "two", "three"]
+
+
+def test_a_stop_from_outside_still_ends_the_reading(tmp_path: Path) -> None:
+    log = tmp_path / "server.log"
+    log.write_text("")
+    stop = threading.Event()
+    follower = Follower(lambda source, line: None, stop=stop)
+    follower.add_file(log, poll_interval=0.05)
+    follower.start()
+    stop.set()  # a signal handler sets the event: no grace, the reader ends at its next line or poll
+    for thread in follower._threads:
+        thread.join(timeout=60)
+    assert not follower.alive

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -55,6 +56,9 @@ class Follower:
         self._on_line = on_line
         self._on_end = on_end
         self.stop_event = stop if stop is not None else threading.Event()
+        self._grace_until: float | None = None
+        """Set by `stop()`: until then a source's reader keeps handing on what it reads (what was written before
+        the stop); a stop set from outside (a signal) ends the reading at once."""
         self._opens: list[tuple[str, OpenLines]] = []
         self._reading: dict[str, _Reading] = {}
         self._lock = threading.Lock()
@@ -117,6 +121,7 @@ class Follower:
 
     def stop(self, timeout: float = 5.0) -> None:
         """Set the stop and give each source `timeout` seconds to end (what is written is still read)."""
+        self._grace_until = time.monotonic() + timeout
         self.stop_event.set()
         for t in self._threads:
             t.join(timeout=timeout)
@@ -145,7 +150,9 @@ class Follower:
                 if line.strip():
                     reading.last = line
                 self._on_line(name, line)
-                if self.stop_event.is_set():
+                # a file's reader ends by itself once the stop is set and it has read what was written; a
+                # source that never ends (a flooding log) is cut when its grace runs out
+                if self.stop_event.is_set() and (self._grace_until is None or time.monotonic() >= self._grace_until):
                     break
         except Exception as exc:  # a source that fails is reported by its reader, not raised in its thread
             error = reading.error = exc
