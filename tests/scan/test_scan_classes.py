@@ -392,3 +392,61 @@ def test_the_near_misses_of_the_classes_written_before_real_world_9_give_nothing
 def test_a_servers_name_ending_like_an_article_is_still_a_report() -> None:
     # the exclusion of "a/any/other/each/every PROCESS dies" (a design's prose) must not read "Ollam-a crashes"
     assert "engine-dead" in scan("[Bug]: Ollama crashes when embedding with nomic-embed-text")
+
+
+# What real-world-9 taught, as rules for the class, and the supervisors' words for a serving process gone (written
+# before real-world-10 was collected). No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_9 = {
+    "engine-dead": [
+        "The model has crashed while embedding a batch of 64 documents",
+        "llamafile crashes after the third request",
+        "our inference server died with CUDA OOM after an hour",
+        "[3]  91234 segmentation fault  python -m vllm.entrypoints.openai.api_server --model m",
+        "2024-01-01T00:00:00 server/signals.cpp:57 10.0.0.1 crashed SIGABRT at 0 bt 1234",
+        "vllm-embed-0   0/1   CrashLoopBackOff   7   12m",
+        "tei-1 exited with code 139",
+        "[2024-01-01 00:00:00 +0000] [7] [ERROR] Worker (pid:12) was sent SIGKILL! Perhaps out of memory?",
+        "INFO:     Child process [4242] died",
+    ],
+    "cuda-oom": [
+        "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 1: cudaMalloc failed: out of memory",
+        "RuntimeError: CUDA driver error: CUDA_ERROR_OUT_OF_MEMORY",
+        "the reranker pod dies with Cuda OOM on long inputs",
+    ],
+    "tokenizer-already-borrowed": [
+        "self._tokenizer.no_padding()   <- ALREADY BORROWED (RuntimeError)",
+    ],
+    "pyo3-borrow-elsewhere": [
+        "sharing one `acme_graph.Session` between request threads raises `RuntimeError: Already borrowed`",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_9 = [
+    "The problem is not server crashes, it's that the vectors differ",          # said not to happen
+    "the server never crashed, but answers got slower",                        # a negation
+    "This handler checks if the engine is dead and restarts it",               # a hypothesis
+    '            logger.fatal("MQLLMEngine is already dead, terminating server")',   # source quoting the log call
+    "+    @app.exception_handler(EngineDeadError)",                              # the class handed to a handler
+    "- `EngineDeadError` is an unrecoverable error in `EngineCore`",           # prose defining the term
+    "Aborted (core dumped)",                                                   # any program prints it
+    "tei-1 exited with code 0",                                                # a clean exit
+    "java.lang.OutOfMemoryError: Java heap space",                             # the JVM's, not the GPU's
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_9.items() for line in lines]
+)
+def test_what_real_world_9_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_9)
+def test_the_near_misses_of_what_real_world_9_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
+
+
+def test_a_named_object_decides_whose_borrow_error_it_is() -> None:
+    assert scan("sharing `tokenizers.Tokenizer` across threads raises `RuntimeError: Already borrowed`") == {
+        "tokenizer-already-borrowed": "high"
+    }

@@ -134,6 +134,8 @@ BY_INNERMOST = "in its traceback's innermost frame, which is no tokenizer's"
 _FRAME_PATH = re.compile(r'File "([^"<>\n]{1,1024})", line')
 _PACKAGES = ("site-packages", "dist-packages")
 _TOKENIZER_WORD = re.compile(r"[Tt]okeni[sz]er|\btok\b")
+_NAMED_OBJECT = re.compile(r"`(?P<package>[A-Za-z_][A-Za-z0-9_]{0,40})(?:\.[A-Za-z_][A-Za-z0-9_]{0,40}){0,3}\.[A-Z][A-Za-z0-9_]{0,60}`")
+_TOKENIZER_PACKAGES = ("transformers", "tokenizers", "sentence_transformers", "vllm", "sglang")
 
 
 def in_traceback(win: Window | None) -> tuple[tuple[str | None, str] | None, str]:
@@ -179,6 +181,8 @@ def attribute(
     if seen is None and ctx.answer is not None:
         m = ctx.answer.search(message)
         seen = (None, f"an HTTP answer ({m.group(0).strip()})") if m is not None else None
+    if seen is None:
+        seen = named_object(ctx, message)
     if seen is not None:
         return decide(kb, hit, sig, seen, ON_LINE)
     ev = near(att, hit.process, hit.line_no - 1, ctx.reach)
@@ -186,6 +190,17 @@ def attribute(
         return decide(kb, hit, sig, (ev.library, ev.text), above(ev, hit.line_no))
     wait(att, hit, sig)
     return None
+
+
+def named_object(ctx: Context, message: str) -> tuple[str | None, str] | None:
+    """The object a report names as the one shared (`` `bauplan.Client` ``, `` `polars.DataFrame` ``: a
+    module-qualified class in backticks): its package is whose borrow error it is, unless it is the tokenizer's."""
+    m = _NAMED_OBJECT.search(message)
+    if m is None:
+        return None
+    if ctx.tokenizer_in(m.group(0)) is not None or _TOKENIZER_WORD.search(m.group(0)) or m["package"] in _TOKENIZER_PACKAGES:
+        return None, m.group(0)
+    return m["package"], f"the object it names: {m.group(0)}"
 
 
 def near(att: Attribution, process: str | None, line_no: int, reach: int) -> Evidence | None:
