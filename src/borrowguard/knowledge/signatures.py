@@ -134,14 +134,6 @@ class Signature:
     says: str | None = None
     """The evidence of an occurrence, in words."""
     context: Context | None = None
-    anchor_search: re.Pattern[str] | None = None
-    """The anchors as one alternation: whether a line holds one is one search in C, not a loop per anchor (a
-    table written for a class can have dozens: the registered status codes)."""
-
-    def holds_anchor(self, text: str) -> bool:
-        if self.anchor_search is None:
-            return any(a in text for a in self.anchors)
-        return self.anchor_search.search(text) is not None
 
     def excluded(self, text: str) -> bool:
         return any(p.search(text) for p in self.exclude)
@@ -210,7 +202,6 @@ def compile_signature(problem_id: str, severity: str, raw: Mapping[str, Any], in
         cut_not_at=cut_not_at[0] if cut_not_at else None,
         says=_optional_text(raw.get("says"), f"{where}: field 'says'"),
         context=context,
-        anchor_search=re.compile("|".join(re.escape(a) for a in sorted(anchors, key=len, reverse=True))),
         **fields,
     )
 

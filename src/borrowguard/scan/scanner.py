@@ -325,7 +325,7 @@ class Scanner(BulkReading):
         hits: list[Hit] = []
         waiting: set[str] = set()
         for sig in self._message_sigs:
-            if not sig.holds_anchor(message):
+            if not any(a in message for a in sig.anchors):
                 continue
             for pattern in sig.message:
                 m = pattern.search(message)
@@ -417,7 +417,7 @@ class Scanner(BulkReading):
         message = line.message
         for i in self._stall_sigs:
             sig = self.signatures[i]
-            if not sig.holds_anchor(message):
+            if not any(a in message for a in sig.anchors):
                 continue
             if any(p.search(message) for p in sig.resume):
                 st.stalls.pop(i, None)
