@@ -46,9 +46,15 @@ class Fixture:
 
 def _fixtures() -> list[Fixture]:
     out = []
+    # a near-miss that scan itself still finds what it rejects in (a set's strict xfail, CollectedSet.still_false)
+    # is not the export's to clear: the export must fire where scan fires (checked below), no more
+    still_false = {s.directory: s.still_false for s in COLLECTED}
     for path in sorted(p for d in ("real-world", *(s.directory for s in COLLECTED)) for p in (LOGS / d).glob("*/*.log")):
         case = read_case(path)  # the real-world reader: headers off, expect/reject read
-        out.append(Fixture(path.relative_to(LOGS).as_posix(), case.body.splitlines(), frozenset(case.reject)))
+        known = path.name.startswith(still_false.get(path.parent.parent.name, ()))
+        out.append(Fixture(
+            path.relative_to(LOGS).as_posix(), case.body.splitlines(), frozenset() if known else frozenset(case.reject)
+        ))
     for path in [*sorted(p for p in LOGS.iterdir() if p.is_file()), *sorted((LOGS / "real").glob("*.log"))]:
         text = path.read_bytes().decode("utf-8", "replace")
         lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")

@@ -450,3 +450,43 @@ def test_a_named_object_decides_whose_borrow_error_it_is() -> None:
     assert scan("sharing `tokenizers.Tokenizer` across threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
     }
+
+
+# What real-world-10 taught, as rules for the class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_10 = {
+    "engine-dead": [
+        "Jan  2 03:04:05 gpu1 kernel: [12345.678] llama-server[4242]: segfault at 7f00 ip 00007f00 sp 00007f00 error 4",
+        "Jan  2 03:04:05 gpu1 systemd[1]: vllm.service: Main process exited, code=killed, status=9/KILL",
+        "Jan  2 03:04:05 gpu1 systemd[1]: tei.service: Failed with result 'core-dump'.",
+        "[host:1:2] Caught signal 6 (Aborted: raised by user)",
+        "2024-01-01 00:00:00,000 xinference.core.worker 1 WARNING  Process 10.0.0.2:40000 is down.",
+        "Error: Model backend is not healthy",
+    ],
+    "cuda-oom": [
+        "         out of memory. Tried to allocate 1.00 GiB. GPU 0 has a total capacity of 22.00 GiB",
+        'Unable to warmup model: Generation("Allocation on device 1 would exceed allowed memory. (out of memory)")',
+    ],
+    "nccl-failure": [
+        "Exception raised from ncclCommWatchdog at ../torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:1418",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_10 = [
+    "Jan  2 03:04:05 gpu1 systemd[1]: vllm.service: Main process exited, code=exited, status=0/SUCCESS",   # a clean exit
+    "This PR improves /health when the V1 engine dies unexpectedly",   # a hypothesis after "when"
+    "When the embedder crashes, every request fails",                  # the same, at the start
+    "Process 10.0.0.2:40000 is up.",                                   # alive
+    "terminate called after throwing an instance of 'std::runtime_error'",   # a training job prints it too (real-world-5)
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_10.items() for line in lines]
+)
+def test_what_real_world_10_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_10)
+def test_the_near_misses_of_what_real_world_10_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
