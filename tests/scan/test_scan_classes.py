@@ -490,3 +490,33 @@ def test_what_real_world_10_taught_is_found_in_other_words(problem: str, line: s
 @pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_10)
 def test_the_near_misses_of_what_real_world_10_taught_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+WRITTEN_BEFORE_REAL_WORLD_11 = {
+    "engine-dead": [
+        "after a few minutes the server exited with code 1 and the embeddings client got connection refused",
+        "EngineCore_DP0 exited abnormally with signal 11",
+    ],
+    "cuda-oom": [
+        "the reranker ran out of GPU memory with 64 documents per request",
+        "with bge-m3 the GPU memory runs out after an hour",
+    ],
+}
+
+HEALTHY_BEFORE_REAL_WORLD_11 = [
+    "the server exited with code 0 after the drain",          # a clean exit
+    "if the server exits with code 1, systemd restarts it",   # a hypothesis
+    "the job ran out of disk space",                          # not the GPU's memory
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in WRITTEN_BEFORE_REAL_WORLD_11.items() for line in lines]
+)
+def test_the_classes_written_before_real_world_11_are_found(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_BEFORE_REAL_WORLD_11)
+def test_the_near_misses_of_the_classes_written_before_real_world_11_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
