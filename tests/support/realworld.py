@@ -71,4 +71,7 @@ COLLECTED = (
         "held-out-7", "real-world-9", as_collected=(0.88, 0.72), now=(0.97, 0.95), still_false=("transformers12550",),
     ),
     CollectedSet("held-out-8", "real-world-10", as_collected=(0.94, 0.69), now=(0.95, 0.88), still_false=("vllm24897",)),
+    CollectedSet(
+        "held-out-9", "real-world-11", as_collected=(0.93, 0.71), now=(0.93, 0.71), still_false=("helm2091", "vllm43420"),
+    ),
 )
