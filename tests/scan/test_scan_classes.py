@@ -520,3 +520,41 @@ def test_the_classes_written_before_real_world_11_are_found(problem: str, line: 
 @pytest.mark.parametrize("line", HEALTHY_BEFORE_REAL_WORLD_11)
 def test_the_near_misses_of_the_classes_written_before_real_world_11_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+# What real-world-11 taught, as rules for the class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_11 = {
+    "engine-dead": [
+        "(EngineCore_DP1 pid=77) ERROR 01-02 03:04:05 [core.py:710] EngineCore failed to start.",
+        "./start-embedder.sh: line 12:  4242 Segmentation fault (core dumped) python -m my.embedder",
+        "stderr SIGSEGV: segmentation violation",
+        "  Normal   Killing   3m   kubelet   Container tei failed liveness probe, will be restarted",
+        "Ray killed this worker (ID: 1234) because it was the most recently scheduled task",
+    ],
+    "http-error-status": [
+        "Readiness probe failed: HTTP probe failed with statuscode: 503",
+        "print(resp) -> <Response [429]>",
+    ],
+    "mm-cache-desync": [
+        "after a restart the MM receiver cache got out of sync with the sender",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_11 = [
+    'Using the tokenizer from threads can result in an "Already borrowed" error, hence the lock',   # foreseen
+    'The "No available shared memory broadcast block found" message is informational',             # quoted
+    "<Response [200]>",                                                                             # a success
+    "the prefix cache is out of sync with the scheduler's view",                                    # not multimodal
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_11.items() for line in lines]
+)
+def test_what_real_world_11_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_11)
+def test_the_near_misses_of_what_real_world_11_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line

@@ -33,7 +33,11 @@ EXPECTED: dict[str, dict[str, tuple[int, int, str | None, str | None]]] = {
     "mm_cache_cut.txt": {"mm-cache-desync": (1, 3, None, None)},
     "shm_stall.log": {"shm-broadcast-stall": (3, 4, "09-12 03:17:44", "EngineCore_DP0 pid=77")},
     "nccl_failure.log": {"nccl-failure": (4, 5, None, None)},
-    "cuda_oom.log": {"cuda-oom": (1, 5, "10-01 11:22:33", "EngineCore_DP0 pid=901")},
+    # EngineCore's "failed to start" is the engine's death (as real-world-8 and -11 label it); the OOM is its cause
+    "cuda_oom.log": {
+        "engine-dead": (1, 1, "10-01 11:22:33", "EngineCore_DP0 pid=901"),
+        "cuda-oom": (1, 5, "10-01 11:22:33", "EngineCore_DP0 pid=901"),
+    },
     "http_status.log": {"http-error-status": (3, 6, None, None)},
     "near_misses.log": {},
     "docker_compose.log": {
