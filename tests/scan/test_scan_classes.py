@@ -558,3 +558,29 @@ def test_what_real_world_11_taught_is_found_in_other_words(problem: str, line: s
 @pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_11)
 def test_the_near_misses_of_what_real_world_11_taught_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+WRITTEN_BEFORE_REAL_WORLD_12 = {
+    "engine-dead": [
+        "vllm-embed-1 exited with code 1",
+        "    Last State:     Terminated\n      Reason:       Error\n      Exit Code:    139",
+        "zsh: segmentation fault  ./build/bin/llama-server -m model.gguf",
+    ],
+}
+
+HEALTHY_BEFORE_REAL_WORLD_12 = [
+    "vllm-embed-1 exited with code 0",   # a clean stop
+    "      Exit Code:    0",             # a completed container
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in WRITTEN_BEFORE_REAL_WORLD_12.items() for line in lines]
+)
+def test_the_classes_written_before_real_world_12_are_found(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_BEFORE_REAL_WORLD_12)
+def test_the_near_misses_of_the_classes_written_before_real_world_12_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
