@@ -584,3 +584,34 @@ def test_the_classes_written_before_real_world_12_are_found(problem: str, line: 
 @pytest.mark.parametrize("line", HEALTHY_BEFORE_REAL_WORLD_12)
 def test_the_near_misses_of_the_classes_written_before_real_world_12_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+# What real-world-12 taught, as rules for the class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_12 = {
+    "engine-dead": [
+        "1. llama-box crashed after the second batch of embeddings",
+        "the uvicorn worker gets killed as soon as the reranker loads",
+    ],
+    "http-error-status": [
+        "the rerank endpoint answers with a 413 Payload too large for 40 documents",
+        "503 Service unavailable while the model loads",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_12 = [
+    "If the upstream returns 503, retry with backoff",                                   # a design's prose
+    "When a worker subprocess crashes due to NCCL timeout, the monitor sends SIGQUIT",  # the same
+    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",          # a training job's loader
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_12.items() for line in lines]
+)
+def test_what_real_world_12_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_12)
+def test_the_near_misses_of_what_real_world_12_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line

@@ -73,7 +73,6 @@ COLLECTED = (
     CollectedSet("held-out-8", "real-world-10", as_collected=(0.94, 0.69), now=(0.95, 0.88), still_false=("vllm24897",)),
     CollectedSet("held-out-9", "real-world-11", as_collected=(0.93, 0.71), now=(1.0, 0.92)),
     CollectedSet(
-        "held-out-10", "real-world-12", as_collected=(0.91, 0.86), now=(0.91, 0.86),
-        still_false=("candela711", "datafusion-python1253", "sglang18579"),
+        "held-out-10", "real-world-12", as_collected=(0.91, 0.86), now=(0.97, 0.95), still_false=("datafusion-python1253",),
     ),
 )
