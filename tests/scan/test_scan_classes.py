@@ -615,3 +615,39 @@ def test_what_real_world_12_taught_is_found_in_other_words(problem: str, line: s
 @pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_12)
 def test_the_near_misses_of_what_real_world_12_taught_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+# What real-world-13 taught, as rules for the class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_13 = {
+    "engine-dead": [
+        "(EngineCore_DP0 pid=12) Process EngineCore_DP0:",
+        "GPT4All crashes when the context is longer than 4096 tokens",
+    ],
+    "cuda-oom": [
+        "CUDA error 2 at /src/llama.cpp/ggml-cuda.cu:1234: out of memory",
+    ],
+    "http-error-status": [
+        "tritonclient.utils.InferenceServerException: [503] the model is not ready",
+        "the embed route returns `413 Payload Too Large` for long inputs",
+    ],
+    "pyo3-borrow-elsewhere": [
+        'Fix "Already borrowed" crash when tools share the LanceDB connection',
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_13 = [
+    "+                # the replica has died but the controller is down, so retry",   # a diff's code comment
+    "`200 OK` is what the health route answers",                                    # a success in inline code
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_13.items() for line in lines]
+)
+def test_what_real_world_13_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_13)
+def test_the_near_misses_of_what_real_world_13_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
