@@ -79,4 +79,8 @@ COLLECTED = (
         "held-out-11", "real-world-13", as_collected=(0.83, 0.78), now=(0.90, 0.95),
         still_false=("cohere-developer-experience189", "flagembedding1314", "kserve818"),
     ),
+    CollectedSet(
+        "held-out-12", "real-world-14", as_collected=(0.88, 0.77), now=(0.88, 0.77),
+        still_false=("llm-llama-server2", "ray47237", "tei159"),
+    ),
 )
