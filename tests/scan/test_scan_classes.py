@@ -651,3 +651,34 @@ def test_what_real_world_13_taught_is_found_in_other_words(problem: str, line: s
 @pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_13)
 def test_the_near_misses_of_what_real_world_13_taught_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+# What real-world-14 taught, as rules for the class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_14 = {
+    "engine-dead": [
+        "Jan 02 03:04:05 host ollama[42]: SIGABRT: abort",
+        "the embedder runs for an hour, then crashes in the scheduler with a CUDA error",
+        "the server intermittently crashes when two image requests arrive together",
+    ],
+    "http-error-status": [
+        "proxy returned error: 503 SERVICE UNAVAILABLE {\"detail\": \"loading\"}",
+        "we got some 429 from the embedding API this morning",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_14 = [
+    "When the server sometimes crashes, the supervisor restarts it",   # a hypothesis
+    "we got some 429 requests through before the limit",               # a count
+]
+
+
+@pytest.mark.parametrize(
+    ("problem", "line"), [(p, line) for p, lines in LEARNED_FROM_REAL_WORLD_14.items() for line in lines]
+)
+def test_what_real_world_14_taught_is_found_in_other_words(problem: str, line: str) -> None:
+    assert problem in scan(line), line
+
+
+@pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_14)
+def test_the_near_misses_of_what_real_world_14_taught_give_nothing(line: str) -> None:
+    assert scan(line) == {}, line
