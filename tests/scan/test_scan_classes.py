@@ -682,3 +682,9 @@ def test_what_real_world_14_taught_is_found_in_other_words(problem: str, line: s
 @pytest.mark.parametrize("line", HEALTHY_AFTER_REAL_WORLD_14)
 def test_the_near_misses_of_what_real_world_14_taught_give_nothing(line: str) -> None:
     assert scan(line) == {}, line
+
+
+def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
+    assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
+        "tokenizer-already-borrowed": "high"
+    }

@@ -135,7 +135,6 @@ _FRAME_PATH = re.compile(r'File "([^"<>\n]{1,1024})", line')
 _PACKAGES = ("site-packages", "dist-packages")
 _TOKENIZER_WORD = re.compile(r"[Tt]okeni[sz]er|\btok\b")
 _NAMED_OBJECT = re.compile(r"`(?P<package>[A-Za-z_][A-Za-z0-9_]{0,40})(?:\.[A-Za-z_][A-Za-z0-9_]{0,40}){0,3}\.[A-Z][A-Za-z0-9_]{0,60}`")
-_TOKENIZER_PACKAGES = ("transformers", "tokenizers", "sentence_transformers", "vllm", "sglang")
 
 
 def in_traceback(win: Window | None) -> tuple[tuple[str | None, str] | None, str]:
@@ -198,7 +197,7 @@ def named_object(ctx: Context, message: str) -> tuple[str | None, str] | None:
     m = _NAMED_OBJECT.search(message)
     if m is None:
         return None
-    if ctx.tokenizer_in(m.group(0)) is not None or _TOKENIZER_WORD.search(m.group(0)) or m["package"] in _TOKENIZER_PACKAGES:
+    if ctx.tokenizer_in(m.group(0)) is not None or _TOKENIZER_WORD.search(m.group(0)):
         return None, m.group(0)
     return m["package"], f"the object it names: {m.group(0)}"
 
