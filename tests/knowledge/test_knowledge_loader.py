@@ -101,6 +101,15 @@ def test_user_rules_add_and_override(tmp_path: Path) -> None:
     assert list(kb.problems)[-1] == "site-rule"
 
 
+def test_a_users_change_cues_add_to_the_bundled_ones(tmp_path: Path) -> None:
+    bundled = load().change
+    assert bundled.cues and bundled.reach > 0
+    kb = load(write(tmp_path, '[change]\ncues = ["## Rationale"]\nreach = 5\n'))
+    assert kb.change.cues == (*bundled.cues, "## Rationale")
+    assert kb.change.reach == bundled.reach  # the longer reach of the two
+    assert {p.id for p in load() if p.mentioned_in_changes} == {p.id for p in kb if p.mentioned_in_changes} != set()
+
+
 def test_signatures_and_related_are_kept_raw(tmp_path: Path) -> None:
     text = GOOD.format(id="a", severity="info") + (
         '[[problem]]\nid = "b"\ntitle = "t"\nseverity = "warning"\nexplanation = "e"\nrelated = ["a"]\n'
@@ -193,6 +202,15 @@ def test_signatures_and_related_are_kept_raw(tmp_path: Path) -> None:
         (GOOD.format(id="x", severity="info") * 2, "rule 'x' is defined twice"),
         ("[[problem]\nid = 1", "not valid TOML"),
         ('[rule]\nid = "x"\n', "unknown top-level key(s) rule"),
+        ('[change]\ncues = ["PR"]\n', "[change]: field 'cues' must be a list of texts of at least 4 characters"),
+        ('[change]\ncues = ["This PR"]\nreach = -1\n', "[change]: field 'reach' must be a number of lines"),
+        ('[change]\nreach = true\n', "[change]: field 'reach' must be a number of lines"),
+        ('[change]\ncue = ["This PR"]\n', "[change]: unknown field(s) cue"),
+        ('change = 3\n', "'change' must be a table"),
+        (
+            GOOD.format(id="x", severity="info").replace("[problem.detect]", 'mentioned_in_changes = "yes"\n[problem.detect]'),
+            "rule 'x': field 'mentioned_in_changes' must be true or false",
+        ),
         ("x = " + "[" * 200_000, "nested too deeply"),
     ],
 )

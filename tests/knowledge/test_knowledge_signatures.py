@@ -33,7 +33,7 @@ def test_bundled_signatures_compile_and_cover_the_scan_ids() -> None:
     assert {s.problem_id for s in sigs} == SCAN_IDS
     for sig in sigs:
         assert sig.severity == kb[sig.problem_id].severity
-        assert sig.anchors and all(len(a) >= 3 for a in sig.anchors)
+        assert sig.anchors and all(len(a.encode()) >= 3 for a in sig.anchors)
 
 
 def test_log_problems_link_to_environment_causes() -> None:
@@ -139,7 +139,7 @@ def test_confidence_fields() -> None:
         ({"exclude": ["NCCL INFO"], "anchors": ["NCCL"]}, "needs 'message', 'frames' or 'stall'"),
         ({"message": ["Already borrowed"], "raises": ["KeyError"], "anchors": ["Already"]}, "only applies together with 'frames'"),
         ({"message": ["x"], "resume": ["y"], "anchors": ["xyz"]}, "only applies together with 'stall'"),
-        ({"message": ["Already borrowed"], "anchors": ["ab"]}, "literal strings of 3+ characters"),
+        ({"message": ["Already borrowed"], "anchors": ["ab"]}, "literal strings of 3+ bytes"),
         ({"message": ["x" * 401], "anchors": ["xxx"]}, "longer than 400 characters"),
         ({"message": ["Already"], "anchors": ["Already"], "confidence": "sure"}, "field 'confidence' must be one of"),
         ({"stall": ["NCCL CALL"], "anchors": ["NCCL"], "stall_lines": 0}, "field 'stall_lines' must be"),

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from borrowguard.knowledge import Kind, KnowledgeBase, load
+from borrowguard.knowledge import ChangeProse, Kind, KnowledgeBase, load
 from borrowguard.knowledge.export import Options, export
 from borrowguard.knowledge.export.dialects import python_class, to_lucene, to_re2
 from borrowguard.knowledge.export.lines import plan, scan_only_reason
@@ -189,11 +189,20 @@ def test_exported_rules_fire_on_every_line_scan_fires_on(fired: engines.Fired) -
 ELSEWHERE = frozenset(p.id for p in KB.of_kind(Kind.NOT_THE_TOKENIZER))
 
 
+NO_CHANGE = dataclasses.replace(KB, change=ChangeProse())
+"""The bundled base reading no change's description: every prose line counts."""
+
+
 def by_context(f: Fixture) -> set[int]:
-    """Lines that scan calls another library's borrow error only from the lines around them (its traceback,
-    the same process's lines): the one thing a line rule cannot carry (the export's header says so)."""
+    """Lines that scan decides only from the lines around them, the things a line rule cannot carry (the
+    export's header says so): another library's borrow error (its traceback, the same process's lines), and
+    a problem only named in a change's description (the paragraph's cue above it)."""
     hits = scan_hits(KB, f)
-    return {i for problem_id in ELSEWHERE for i in hits.get(problem_id, set())}
+    decided = {i for problem_id in ELSEWHERE for i in hits.get(problem_id, set())}
+    if any(cue in line for line in f.lines for cue in KB.change.cues):
+        for problem_id, lines in scan_hits(NO_CHANGE, f).items():
+            decided |= lines - hits.get(problem_id, set())
+    return decided
 
 
 def test_exported_rules_fire_on_no_near_miss(fired: engines.Fired) -> None:

@@ -576,6 +576,29 @@ HEALTHY_AFTER_REAL_WORLD_14 = [
 ]
 
 
+# Written for the class before real-world-15 was collected (ggml's sources, the ways a sudden exit and a Chinese
+# report say it). No line is an excerpt.
+WRITTEN_BEFORE_REAL_WORLD_15 = {
+    "engine-dead": [
+        "GGML_ASSERT: /src/llama.cpp/ggml.c:4182: view_src == NULL || data_size + view_offs <= ggml_nbytes(view_src)",
+        "  current device: 1, in function ggml_backend_cuda_synchronize at /ggml/src/ggml-cuda/ggml-cuda.cu:2446",
+        "the server just exits without any error after the first long prompt",
+        "LM Studio crashes immediately when I load the 70B model",
+        "用 docker 部署后，服务经常崩溃，需要手动拉起",
+        "并发请求多了以后进程直接挂掉",
+    ],
+}
+
+HEALTHY_BEFORE_REAL_WORLD_15 = [
+    '#define GGML_ASSERT(x) do { if (!(x)) { fprintf(stderr, "GGML_ASSERT: %s:%d: %s\\n", __FILE__, __LINE__, #x); } } while (0)',
+    "ggml_cuda_init: found 1 CUDA devices: current device: 0",
+    "the websocket connection closes immediately after the handshake",   # a connection, not the server
+    "if it crashes immediately, check the driver version",              # a hypothesis
+    "it never crashes immediately, only after an hour",                  # said not to happen
+    "服务启动成功，模型已加载",                                               # started, loaded: healthy
+]
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -594,6 +617,7 @@ ROUNDS = {
     "learned from real-world-12": (LEARNED_FROM_REAL_WORLD_12, HEALTHY_AFTER_REAL_WORLD_12),
     "learned from real-world-13": (LEARNED_FROM_REAL_WORLD_13, HEALTHY_AFTER_REAL_WORLD_13),
     "learned from real-world-14": (LEARNED_FROM_REAL_WORLD_14, HEALTHY_AFTER_REAL_WORLD_14),
+    "written before real-world-15": (WRITTEN_BEFORE_REAL_WORLD_15, HEALTHY_BEFORE_REAL_WORLD_15),
 }
 
 

@@ -265,3 +265,46 @@ def test_a_lone_version_rule_is_shown_when_the_log_does_not_say_the_version() ->
     assert [s.id for s in result.chain if s.role == "environment"] == ["vllm-mm-cache-desync"]
     (result, _) = both(["INFO 01-01 00:00:00 [api_server.py:1] vLLM API server version 0.33.1", desync])
     assert [s.id for s in result.chain if s.role == "environment"] == []
+
+
+# A change's description (a pull request's), as such descriptions are written: its template's heading, then prose
+# naming the statuses and deaths the change handles, then a log pasted in a code fence.
+CHANGE = [
+    "## Purpose",
+    "Before this change the engine crashed silently and /health kept answering 200 while requests got a 500 Internal Server Error.",
+    "This PR makes it return a 503 Service Unavailable instead, so a load balancer routes around it.",
+]
+PASTED = ["```", "INFO:     10.0.0.1:5000 - \"GET /health HTTP/1.1\" 503 Service Unavailable", "```"]
+
+
+def test_a_change_that_names_deaths_and_statuses_reports_none() -> None:
+    for result in both(CHANGE):
+        assert ids(result) == {}, result
+        assert any("a change's description" in w for w in result.warnings)
+
+
+def test_the_same_prose_without_a_changes_cue_is_a_report() -> None:
+    for result in both(CHANGE[1:2]):
+        assert set(ids(result)) == {"engine-dead", "http-error-status"}
+
+
+def test_a_log_pasted_in_a_change_counts() -> None:
+    for result in both([*CHANGE, *PASTED]):
+        assert ids(result) == {"http-error-status": (1, "high")}
+    # a log line with its own header counts outside a fence too
+    for result in both([*CHANGE, "ERROR 05-01 12:00:00 [core.py:1] EngineCore encountered a fatal error."]):
+        assert set(ids(result)) == {"engine-dead"}
+
+
+def test_a_change_reaches_only_so_far() -> None:
+    from borrowguard.knowledge import load
+
+    filler = [f"step {i}: renamed a helper" for i in range(load().change.reach)]
+    for result in both([CHANGE[0], *filler, CHANGE[1]]):
+        assert set(ids(result)) == {"engine-dead", "http-error-status"}
+
+
+def test_a_bug_fix_that_says_the_tokenizer_race_happens_still_reports_it() -> None:
+    lines = ["## Purpose", "Sharing one fast tokenizer across request threads raises RuntimeError: Already borrowed."]
+    for result in both(lines):
+        assert "tokenizer-already-borrowed" in ids(result)

@@ -8,7 +8,14 @@ kb.log_ids(Kind.TOKENIZER_RACE)   # what other rooms ask for instead of naming i
 """
 
 from borrowguard.knowledge.detect import CHECKS
-from borrowguard.knowledge.loader import BUNDLED_RULES, KnowledgeBase, KnowledgeError, Problem, load
+from borrowguard.knowledge.loader import (
+    BUNDLED_RULES,
+    ChangeProse,
+    KnowledgeBase,
+    KnowledgeError,
+    Problem,
+    load,
+)
 from borrowguard.knowledge.model import CONFIDENCES, KINDS, SEVERITIES, Confidence, Kind, Severity
 
 __all__ = [
@@ -17,6 +24,7 @@ __all__ = [
     "CONFIDENCES",
     "KINDS",
     "SEVERITIES",
+    "ChangeProse",
     "Confidence",
     "Kind",
     "KnowledgeBase",

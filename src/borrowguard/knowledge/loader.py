@@ -27,7 +27,7 @@ MAX_RULES_BYTES = 1_000_000
 _REQUIRED = ("id", "title", "severity", "explanation")
 _KNOWN = (
     *_REQUIRED, "kind", "remedies", "references", "related", "leads_to", "leads_to_when_traced", "advice",
-    "answers", "exposed_by", "detect", "signature",
+    "answers", "exposed_by", "detect", "signature", "mentioned_in_changes",
 )
 REQUEST_FEATURES = ("bad_words",)
 """What `exposed_by` may name: request features verify can send or leave out."""
@@ -65,11 +65,24 @@ class Problem:
     """Literal texts: an HTTP answer whose error message contains one shows this problem."""
     exposed_by: tuple[str, ...] = ()
     """Request features without which it cannot happen (REQUEST_FEATURES)."""
+    mentioned_in_changes: bool = False
+    """A change's description (see `ChangeProse`) only names it, as what the change handles: its prose lines
+    there are no occurrence. False: a change's prose reports it (a bug fix says the error happens)."""
 
     @property
     def vllm_versions(self) -> str | None:
         """The vLLM versions that expose it (its detect table's `packages.vllm`), None when it names none."""
         return vllm_range(self.detect) if self.detect else None
+
+
+@dataclass(frozen=True)
+class ChangeProse:
+    """How a change's own description reads (a pull request's template headings and phrases): within `reach`
+    lines after one of its `cues`, a line of prose (no log header, no traceback, outside a code fence) names
+    the problems that are `mentioned_in_changes` as behaviour, and reports none of them."""
+
+    cues: tuple[str, ...] = ()
+    reach: int = 0
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,6 +94,7 @@ class KnowledgeBase:
 
     problems: Mapping[str, Problem]
     sources: tuple[Path, ...] = field(default=())
+    change: ChangeProse = field(default=ChangeProse())
 
     def get(self, problem_id: str) -> Problem | None:
         return self.problems.get(problem_id)
@@ -134,18 +148,20 @@ def load(extra: Path | str | None = None) -> KnowledgeBase:
         return bundled
     path = Path(extra)
     problems = dict(bundled.problems)
-    added = _parse(_read(path), str(path))
+    added, change = _parse(_read(path), str(path))
     _check_signatures(added)
     problems.update(added)
     _check_links(problems)
-    return KnowledgeBase(MappingProxyType(problems), (*bundled.sources, path))
+    cues = tuple(dict.fromkeys((*bundled.change.cues, *change.cues)))
+    merged = ChangeProse(cues, max(bundled.change.reach, change.reach))
+    return KnowledgeBase(MappingProxyType(problems), (*bundled.sources, path), merged)
 
 
 @lru_cache(maxsize=1)
 def _bundled() -> KnowledgeBase:
-    problems = _parse(BUNDLED_RULES.read_text(encoding="utf-8"), "bundled rules.toml")
+    problems, change = _parse(BUNDLED_RULES.read_text(encoding="utf-8"), "bundled rules.toml")
     _check_links(problems)
-    return KnowledgeBase(MappingProxyType(problems), (BUNDLED_RULES,))
+    return KnowledgeBase(MappingProxyType(problems), (BUNDLED_RULES,), change)
 
 
 def _read(path: Path) -> str:
@@ -166,17 +182,17 @@ def _read(path: Path) -> str:
         raise KnowledgeError(f"rules file {path} is not UTF-8 text") from None
 
 
-def _parse(text: str, source: str) -> dict[str, Problem]:
+def _parse(text: str, source: str) -> tuple[dict[str, Problem], ChangeProse]:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise KnowledgeError(f"{source}: not valid TOML: {exc}") from None
     except RecursionError:
         raise KnowledgeError(f"{source}: nested too deeply") from None
-    unknown = set(doc) - {"problem"}
+    unknown = set(doc) - {"problem", "change"}
     if unknown:
         raise KnowledgeError(
-            f"{source}: unknown top-level key(s) {', '.join(sorted(unknown))}; expected [[problem]]"
+            f"{source}: unknown top-level key(s) {', '.join(sorted(unknown))}; expected [[problem]] (and [change])"
         )
     entries = doc.get("problem", [])
     if not isinstance(entries, list):
@@ -187,7 +203,26 @@ def _parse(text: str, source: str) -> dict[str, Problem]:
         if problem.id in problems:
             raise KnowledgeError(f"{source}: rule {problem.id!r} is defined twice")
         problems[problem.id] = problem
-    return problems
+    return problems, _change(doc.get("change", {}), source)
+
+
+MAX_CHANGE_REACH = 1000
+
+
+def _change(entry: Any, source: str) -> ChangeProse:
+    if not isinstance(entry, dict):
+        raise KnowledgeError(f"{source}: 'change' must be a table ([change])")
+    unknown = set(entry) - {"cues", "reach"}
+    if unknown:
+        raise KnowledgeError(f"{source}: [change]: unknown field(s) {', '.join(sorted(unknown))}; known: cues, reach")
+    cues = entry.get("cues", [])
+    # cues are literals the fast path searches for: a short one would make a candidate of every line
+    if not isinstance(cues, list) or not all(isinstance(c, str) and len(c.strip()) >= 4 for c in cues):
+        raise KnowledgeError(f"{source}: [change]: field 'cues' must be a list of texts of at least 4 characters")
+    reach = entry.get("reach", 0)
+    if isinstance(reach, bool) or not isinstance(reach, int) or not 0 <= reach <= MAX_CHANGE_REACH:
+        raise KnowledgeError(f"{source}: [change]: field 'reach' must be a number of lines from 0 to {MAX_CHANGE_REACH}")
+    return ChangeProse(tuple(cues), reach)
 
 
 def _problem(entry: Any, where: str) -> Problem:
@@ -224,6 +259,9 @@ def _problem(entry: Any, where: str) -> Problem:
     exposed_by = _strings(entry, "exposed_by", fail)
     if any(f not in REQUEST_FEATURES for f in exposed_by):
         raise fail("exposed_by", f"must name request features among {', '.join(REQUEST_FEATURES)}")
+    mentioned = entry.get("mentioned_in_changes", False)
+    if not isinstance(mentioned, bool):
+        raise fail("mentioned_in_changes", "must be true or false")
     signatures = entry.get("signature", [])
     if not isinstance(signatures, list) or not all(isinstance(s, dict) for s in signatures):
         raise fail("signature", "must be an array of tables ([[problem.signature]])")
@@ -243,6 +281,7 @@ def _problem(entry: Any, where: str) -> Problem:
         advice=advice.strip() if advice is not None else None,
         answers=answers,
         exposed_by=exposed_by,
+        mentioned_in_changes=mentioned,
     )
 
 

@@ -285,8 +285,9 @@ def _declared_anchors(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, Sequence) or not value:
         raise KnowledgeError(f"{where} is required: the literals every matching line contains")
     for anchor in value:
-        if not isinstance(anchor, str) or len(anchor) < MIN_ANCHOR or "\n" in anchor:
-            raise KnowledgeError(f"{where} must be a list of literal strings of {MIN_ANCHOR}+ characters")
+        # the anchors are searched for as UTF-8 bytes: two CJK characters (six bytes) are as rare as an English word
+        if not isinstance(anchor, str) or len(anchor.encode()) < MIN_ANCHOR or "\n" in anchor:
+            raise KnowledgeError(f"{where} must be a list of literal strings of {MIN_ANCHOR}+ bytes (UTF-8)")
     return tuple(dict.fromkeys(value))
 
 

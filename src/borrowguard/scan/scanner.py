@@ -50,6 +50,7 @@ from borrowguard.scan.tracebacks import (
 
 MAX_WARNINGS = 20
 TRACEBACK = "Traceback (most recent call last)"
+FENCE = "```"
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,8 @@ class _Tables:
     message_signatures: tuple[Signature, ...]
     frame_signatures: tuple[int, ...]
     stall_signatures: tuple[int, ...]
+    mentioned_in_changes: frozenset[str]
+    """Problems that a change's description only names (see ChangeProse): its prose lines there count none."""
 
 
 @lru_cache(maxsize=8)
@@ -81,6 +84,9 @@ def _tables(kb: KnowledgeBase, accelerate: bool) -> _Tables:
     # the lines that attribute a match by its context are read too (see scan.attribution)
     evidence = tuple(a for s in context_signatures for a in s.context.literals())  # type: ignore[union-attr]
     extra = (*startup.ANCHORS, TRACEBACK, *evidence)
+    if kb.change.cues:
+        # a change's description is followed from its cue, and a code fence's lines are its pasted output
+        extra += (*kb.change.cues, FENCE)
 
     def declared(name: str) -> list[str]:
         return [a for s in signatures for a in getattr(s, name)]
@@ -104,6 +110,7 @@ def _tables(kb: KnowledgeBase, accelerate: bool) -> _Tables:
         message_signatures=tuple(s for s in signatures if s.message),
         frame_signatures=tuple(i for i, s in enumerate(signatures) if s.frames),
         stall_signatures=tuple(i for i, s in enumerate(signatures) if s.stall),
+        mentioned_in_changes=frozenset(p.id for p in kb if p.mentioned_in_changes) if kb.change.cues else frozenset(),
     )
 
 
@@ -127,6 +134,8 @@ class Scanner(BulkReading):
         self._message_sigs = tables.message_signatures
         self._frame_sigs = tables.frame_signatures
         self._stall_sigs = tables.stall_signatures
+        self._mentioned = tables.mentioned_in_changes
+        self._mentions: set[str] = set()
         self._server = startup.StartupWatch()
         self._findings: dict[str, LogFinding] = {}
         self._sources: dict[str, SourceState] = {}
@@ -239,6 +248,8 @@ class Scanner(BulkReading):
             return hits
         if self._ctx_sigs:
             hits += self._note_evidence(st, line, n)
+        if self._mentioned:
+            self._watch_change(st, line.message, n)
         if classify(line.message) is Kind.OTHER and not (win is not None and win.flat and _flat_code(line)):
             # start-up lines are log messages, never the code quoted in a traceback
             phase = self._server.observe(line.message)
@@ -335,6 +346,9 @@ class Scanner(BulkReading):
                 continue
             if sig.excluded(message) or any(h.id == sig.problem_id for h in hits):
                 continue
+            if sig.problem_id in self._mentioned and win is None and self._in_change_prose(st, line, n):
+                self._mention(sig.problem_id)
+                continue
             if sig.context is not None and any(q.search(message) for q in sig.context.quoted):
                 continue
             if win is not None:
@@ -361,6 +375,24 @@ class Scanner(BulkReading):
             hits.append(hit)
         st.note_recent(line.process, n, {h.id for h in hits} | waiting)
         return self._record_all(hits)
+
+    def _watch_change(self, st: SourceState, message: str, n: int) -> None:
+        if message.lstrip().startswith(FENCE):
+            st.fenced = not st.fenced
+        elif any(cue in message for cue in self.kb.change.cues):
+            st.change_at = n
+
+    def _in_change_prose(self, st: SourceState, line: Line, n: int) -> bool:
+        """A line of prose (no log header, outside a code fence) within reach of a change's description."""
+        return (
+            st.change_at is not None and n - st.change_at <= self.kb.change.reach and not st.fenced
+            and line.level is None and line.timestamp is None
+        )
+
+    def _mention(self, problem_id: str) -> None:
+        if problem_id not in self._mentions:
+            self._mentions.add(problem_id)
+            self.warn(f"{problem_id}: named in a change's description (what the change handles), not counted")
 
     def _note_evidence(self, st: SourceState, line: Line, n: int) -> list[Hit]:
         """Remember a line that names the tokenizer or another library; the waiting matches it decides."""

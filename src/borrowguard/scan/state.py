@@ -65,6 +65,10 @@ class SourceState:
     """Evidence lines and matched lines waiting for theirs (scan.attribution)."""
     recent: dict[str | None, tuple[int, frozenset[str]]] = field(default_factory=dict)
     """Process -> (line, problem ids) of its latest occurrences, for the traceback that may follow."""
+    change_at: int | None = None
+    """The line of the latest cue of a change's description (knowledge.ChangeProse)."""
+    fenced: bool = False
+    """Inside a Markdown code fence: pasted output, not prose."""
 
     def note_recent(self, process: str | None, line_no: int, ids: set[str] | frozenset[str]) -> None:
         if ids:

@@ -146,6 +146,8 @@ NOT_DONE = (
     "line over 64 KiB",
     "one event must be one line: where a shipper merges lines (multi-line tracebacks), an exclusion "
     "anywhere in the event suppresses it",
+    "no paragraph context: scan does not count a death or a status named in the prose of a change's "
+    "description (a pull request's, after its template's cues); a line rule counts it",
 )
 
 
