@@ -599,6 +599,34 @@ HEALTHY_BEFORE_REAL_WORLD_15 = [
 ]
 
 
+# What real-world-15 taught, as rules for each class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_15 = {
+    "cuda-oom": [
+        "  what():  [TM][ERROR] CUDA runtime error: out of memory /lmdeploy/src/turbomind/utils/allocator.h:231",
+        "node1:123:456 [2] include/alloc.h:178 NCCL WARN Cuda failure 'out of memory'",
+        "the launcher errors out with OOM CUDA on every flag I try",
+        "RuntimeError: Not enough memory to handle 8192 prefill tokens. You need to decrease `--max-batch-prefill-tokens`",
+    ],
+    "http-error-status": ["Received server error (500) from primary with message \"model is loading\""],
+    "shm-broadcast-stall": [
+        "(VllmWorkerProcess pid=7) WARNING 01-02 03:04:05 shm_broadcast.py:391] No available block found in 60 second.",
+    ],
+    "engine-dead": [
+        "[Bug]: qwen 启动后报错 vllm.v1.engine.exceptions.enginedeaderror",
+        "调用两小时后 worker 挂了",
+        "the inference containers are crashing under load",
+        "our workers keep dying after the upgrade",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_15 = [
+    '+        "Some NCCL operations have failed or timed out. Due to the ",',   # a diff adding the message
+    'print("No available block found in 60 second")',                     # quoted
+    "压测一晚上服务没有崩溃",                                                # said not to happen
+    "when workers are dying the router retries elsewhere",               # a hypothesis
+]
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -618,6 +646,7 @@ ROUNDS = {
     "learned from real-world-13": (LEARNED_FROM_REAL_WORLD_13, HEALTHY_AFTER_REAL_WORLD_13),
     "learned from real-world-14": (LEARNED_FROM_REAL_WORLD_14, HEALTHY_AFTER_REAL_WORLD_14),
     "written before real-world-15": (WRITTEN_BEFORE_REAL_WORLD_15, HEALTHY_BEFORE_REAL_WORLD_15),
+    "learned from real-world-15": (LEARNED_FROM_REAL_WORLD_15, HEALTHY_AFTER_REAL_WORLD_15),
 }
 
 
