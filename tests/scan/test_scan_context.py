@@ -308,3 +308,21 @@ def test_a_bug_fix_that_says_the_tokenizer_race_happens_still_reports_it() -> No
     lines = ["## Purpose", "Sharing one fast tokenizer across request threads raises RuntimeError: Already borrowed."]
     for result in both(lines):
         assert "tokenizer-already-borrowed" in ids(result)
+
+
+def test_a_traceback_indented_inside_a_warning_ends_at_its_exception_line() -> None:
+    # pytest's PytestUnhandledThreadExceptionWarning indents the thread's traceback under its own line
+    lines = [
+        "PytestUnhandledThreadExceptionWarning: Exception in thread Thread-4 (embed)",
+        "",
+        "  Traceback (most recent call last):",
+        '    File "/app/.venv/lib/python3.11/site-packages/transformers/tokenization_utils_fast.py", line 528, in _batch_encode_plus',
+        "      encodings = self._tokenizer.encode_batch(",
+        "  RuntimeError: Already borrowed",
+        "the test still passed",
+    ]
+    for result in both(lines):
+        assert ids(result) == {"tokenizer-already-borrowed": (1, "high")}
+    # the same exception line deeper than the header is the traceback's code, not its end
+    for result in both([*lines[:5], "      RuntimeError: Already borrowed", "  ValueError: other"]):
+        assert "tokenizer-already-borrowed" not in ids(result)

@@ -45,6 +45,7 @@ from borrowguard.scan.tracebacks import (
     Window,
     classify,
     exception_line,
+    indentation,
     tokenizer_frame,
 )
 
@@ -276,16 +277,23 @@ class Scanner(BulkReading):
             win.lines += 1
             if kind is Kind.OTHER and win.flat and _flat_code(line):
                 kind = Kind.INDENTED  # an unindented code line of a paste that lost its indentation
+            elif (
+                kind is Kind.INDENTED and win.indent and indentation(message) == win.indent
+                and exception_line(message.lstrip())
+            ):
+                kind = Kind.OTHER  # an indented traceback (pytest's thread warning) ends as indented as its header
             if kind is Kind.OTHER:
                 # The line after a traceback: its exception line (counted once per traceback) or a cut.
                 hits += self._match(st, line, n, ts, win)
-                exc = message if exception_line(message) else None
+                exc = message.lstrip() if exception_line(message.lstrip()) else None
                 return hits + self._close(st, key, win, exc)
             if kind is Kind.HEADER or win.lines > MAX_WINDOW_LINES:
                 hits += self._close(st, key, win, None)
                 win = None
         if win is None and kind in (Kind.HEADER, Kind.FRAME):
             win = self._open(st, key, n)
+            if kind is Kind.HEADER:
+                win.indent = indentation(message)
         if kind is Kind.HEADER:
             return hits  # a traceback's first line is never an occurrence (a glued one is split before)
         if win is not None:

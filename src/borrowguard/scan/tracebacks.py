@@ -56,6 +56,10 @@ def exception_line(message: str) -> bool:
     return _EXCEPTION.match(message) is not None
 
 
+def indentation(message: str) -> int:
+    return len(message) - len(message.lstrip(" \t"))
+
+
 _TOKENIZER_FRAME = re.compile(r"tokenization_utils|tokenizers[/\\]|in (?:_?batch_)?encode(?:_plus)?\b")
 """Frames of a fast tokenizer call (transformers' tokenization modules, the tokenizers package)."""
 
@@ -70,6 +74,8 @@ class Window:
 
     start_line: int
     lines: int = 0
+    indent: int = 0
+    """How far its header was indented (a traceback nested in a warning's text): its exception line is as far."""
     flat: bool = False
     """Opened by an unindented frame: unindented code lines follow (see the module doc)."""
     tokenizer: bool = False
