@@ -627,6 +627,30 @@ HEALTHY_AFTER_REAL_WORLD_15 = [
 ]
 
 
+# What real-world-16 taught, as rules for each class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_16 = {
+    "cuda-oom": [
+        "CUDA Out of Memory Error when loading the reranker",
+        "CUDA is out of memory while embedding the corpus",
+        "NER inference on the GPU goes OOM after a few documents",
+        "the router hard crashes after an OOM error",
+        "[TensorRT-LLM][ERROR] CUDA runtime error in ::cudaMallocAsync(ptr, n, stream): out of memory (/app/x.h:12)",
+    ],
+    "engine-dead": [
+        "error_message: The actor is dead because its worker process has died.",
+        "the scheduler subprocess crashed during the NCCL all-reduce",
+        "TGI hard crashes after the first long prompt",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_16 = [
+    "        except torch.cuda.OutOfMemoryError as e:",                          # source catching the class
+    "error_message: The actor is dead because all references to the actor were removed.",   # a deletion
+    "Adds a watchdog to detect scheduler crashes that bypass the handlers",     # what a design detects
+    "retries on transient errors (e.g., NCCL timeout) before giving up",         # an example in a design
+]
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -647,6 +671,7 @@ ROUNDS = {
     "learned from real-world-14": (LEARNED_FROM_REAL_WORLD_14, HEALTHY_AFTER_REAL_WORLD_14),
     "written before real-world-15": (WRITTEN_BEFORE_REAL_WORLD_15, HEALTHY_BEFORE_REAL_WORLD_15),
     "learned from real-world-15": (LEARNED_FROM_REAL_WORLD_15, HEALTHY_AFTER_REAL_WORLD_15),
+    "learned from real-world-16": (LEARNED_FROM_REAL_WORLD_16, HEALTHY_AFTER_REAL_WORLD_16),
 }
 
 
