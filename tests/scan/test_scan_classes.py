@@ -651,6 +651,21 @@ HEALTHY_AFTER_REAL_WORLD_16 = [
 ]
 
 
+# What real-world-17 taught, as rules for each class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_17 = {
+    "http-error-status": [
+        '{"statusCode": 401, "message": "Unauthorized. Access token is missing"}',
+        "A 502 from /v1/embeddings whenever the batch is large",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_17 = [
+    '+            self._send_unhealthy(RuntimeError("Engine loop has died"))',   # source building the exception
+    "Already borrowed panic when clicking the open button",                    # a Rust program's RefCell panic
+    "a 404 page, a 500 page and a 503 page ship with the theme",                # no path answered
+]
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -672,6 +687,7 @@ ROUNDS = {
     "written before real-world-15": (WRITTEN_BEFORE_REAL_WORLD_15, HEALTHY_BEFORE_REAL_WORLD_15),
     "learned from real-world-15": (LEARNED_FROM_REAL_WORLD_15, HEALTHY_AFTER_REAL_WORLD_15),
     "learned from real-world-16": (LEARNED_FROM_REAL_WORLD_16, HEALTHY_AFTER_REAL_WORLD_16),
+    "learned from real-world-17": (LEARNED_FROM_REAL_WORLD_17, HEALTHY_AFTER_REAL_WORLD_17),
 }
 
 

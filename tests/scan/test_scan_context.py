@@ -326,3 +326,11 @@ def test_a_traceback_indented_inside_a_warning_ends_at_its_exception_line() -> N
     # the same exception line deeper than the header is the traceback's code, not its end
     for result in both([*lines[:5], "      RuntimeError: Already borrowed", "  ValueError: other"]):
         assert "tokenizer-already-borrowed" not in ids(result)
+
+
+def test_a_designs_own_headings_are_a_changes_cue() -> None:
+    lines = ["## Solution", "The health ping raises EngineDeadError when EngineCore dies or hangs past the timeout."]
+    for result in both(lines):
+        assert ids(result) == {}
+    for result in both(lines[1:]):
+        assert "engine-dead" in ids(result)
