@@ -666,6 +666,23 @@ HEALTHY_AFTER_REAL_WORLD_17 = [
 ]
 
 
+# What real-world-18 taught, as rules for each class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_18 = {
+    "nccl-failure": ["[Bug] the server got nccl error at start-up with tp 4"],
+    "engine-dead": ["runner  | goroutine 7 [running]:"],
+    "http-error-status": [
+        "Before: a lot of 413 errors due to payload too large",
+        "we see intermittent 502 responses from the gateway",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_18 = [
+    "the retry policy avoids many 429 errors",          # said not to happen
+    "processed 413 files without errors",               # a count
+    "goroutine 7 [select]:",                            # a goroutine listed, not the running one of a crash
+]
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -688,6 +705,7 @@ ROUNDS = {
     "learned from real-world-15": (LEARNED_FROM_REAL_WORLD_15, HEALTHY_AFTER_REAL_WORLD_15),
     "learned from real-world-16": (LEARNED_FROM_REAL_WORLD_16, HEALTHY_AFTER_REAL_WORLD_16),
     "learned from real-world-17": (LEARNED_FROM_REAL_WORLD_17, HEALTHY_AFTER_REAL_WORLD_17),
+    "learned from real-world-18": (LEARNED_FROM_REAL_WORLD_18, HEALTHY_AFTER_REAL_WORLD_18),
 }
 
 

@@ -334,3 +334,14 @@ def test_a_designs_own_headings_are_a_changes_cue() -> None:
         assert ids(result) == {}
     for result in both(lines[1:]):
         assert "engine-dead" in ids(result)
+
+
+def test_a_rendered_changes_heading_is_a_cue_too() -> None:
+    lines = [
+        "<html><body><h2>Purpose</h2>",
+        "<p>/health returns 200 even when the busy loop is frozen (stuck CUDA call, NCCL hang, etc.).</p>",
+    ]
+    for result in both(lines):
+        assert ids(result) == {}
+    for result in both(lines[1:]):
+        assert "nccl-failure" in ids(result)
