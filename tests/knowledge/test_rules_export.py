@@ -24,6 +24,7 @@ from borrowguard.knowledge import ChangeProse, Kind, KnowledgeBase, load
 from borrowguard.knowledge.export import Options, export
 from borrowguard.knowledge.export.dialects import python_class, to_lucene, to_re2
 from borrowguard.knowledge.export.lines import plan, scan_only_reason
+from borrowguard.knowledge.signatures import compile_signatures
 from borrowguard.scan import Scanner
 from support import engines
 from support.realworld import COLLECTED, read_case
@@ -174,6 +175,13 @@ def test_the_fixtures_exercise_every_exported_id() -> None:
 # ---- every engine, on every fixture ------------------------------------------------------------------
 
 
+NAMES_ANOTHER_LIBRARY = {
+    s.problem_id: s.context.library for s in compile_signatures(KB) if s.context is not None and s.context.others
+}
+"""The problems whose line rule leaves out a line naming another library (the export's note says so), even where
+scan reads the same line's tokenizer words first ("PyO3 panics ... in set_truncation_and_padding")."""
+
+
 def test_exported_rules_fire_on_every_line_scan_fires_on(fired: engines.Fired) -> None:
     kb = LINE_KB
     missed = []
@@ -181,7 +189,10 @@ def test_exported_rules_fire_on_every_line_scan_fires_on(fired: engines.Fired) -
         for problem_id, lines in scan_hits(kb, f).items():
             if problem_id not in EXPORTED:
                 continue  # the attribution's other finding: a line rule leaves those lines out (see below)
+            names = NAMES_ANOTHER_LIBRARY.get(problem_id)
             for i in sorted(lines - fired.get(problem_id, set())):
+                if names is not None and names(ALL_LINES[i]) is not None:
+                    continue
                 missed.append(f"{f.name}:{i - f.start + 1} {problem_id}: {ALL_LINES[i]!r}")
     assert not missed, "\n".join(missed)
 
