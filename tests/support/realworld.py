@@ -97,4 +97,8 @@ COLLECTED = (
         "held-out-16", "real-world-18", as_collected=(0.86, 0.86), now=(0.90, 0.95),
         still_false=("lmcache1088", "nccl1160", "vllm18567"),
     ),
+    CollectedSet(
+        "held-out-17", "real-world-19", as_collected=(0.90, 0.76), now=(0.90, 0.76),
+        still_false=("pytorch45950", "pytorch46009", "vllm21443"),
+    ),
 )
