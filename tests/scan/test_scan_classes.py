@@ -683,6 +683,25 @@ HEALTHY_AFTER_REAL_WORLD_18 = [
 ]
 
 
+# What real-world-19 taught, as rules for each class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_19 = {
+    "http-error-status": ["Reranking fails with http:503 from the gateway"],
+    "engine-dead": [
+        "Docker restarted and printed the panic below",
+        "the embedding pod keeps restarting after the upgrade",
+    ],
+    "cuda-oom": ["[BUG] (v1.52) - ggml-cuda.cu:6104: out of memory"],
+    "mm-cache-desync": ["Qwen2.5-VL server crashes due to multi-modal cache after an hour"],
+}
+
+HEALTHY_AFTER_REAL_WORLD_19 = [
+    "I1002 15:18:51.080338 1822035 ProcessGroupNCCL.cpp:530] [Rank 1] NCCL watchdog thread terminated normally",
+    "With the handler, all /health requests will return 500 once the engine is gone.",   # a design
+    "I restarted the container and it works again",                                     # a person's restart
+    "the liveness probe may fail first, which leads to container restarts",              # what could happen
+]
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -706,6 +725,7 @@ ROUNDS = {
     "learned from real-world-16": (LEARNED_FROM_REAL_WORLD_16, HEALTHY_AFTER_REAL_WORLD_16),
     "learned from real-world-17": (LEARNED_FROM_REAL_WORLD_17, HEALTHY_AFTER_REAL_WORLD_17),
     "learned from real-world-18": (LEARNED_FROM_REAL_WORLD_18, HEALTHY_AFTER_REAL_WORLD_18),
+    "learned from real-world-19": (LEARNED_FROM_REAL_WORLD_19, HEALTHY_AFTER_REAL_WORLD_19),
 }
 
 

@@ -345,3 +345,16 @@ def test_a_rendered_changes_heading_is_a_cue_too() -> None:
         assert ids(result) == {}
     for result in both(lines[1:]):
         assert "nccl-failure" in ids(result)
+
+
+def test_a_traceback_from_sglangs_scheduler_process_is_its_death() -> None:
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/sgl/python/sglang/srt/managers/scheduler.py", line 2009, in run_scheduler_process',
+        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, dp_rank)",
+        '  File "/sgl/python/sglang/srt/model_executor/cuda_graph_runner.py", line 210, in __init__',
+        "    self.capture()",
+        "RuntimeError: Capture cuda graph failed: CUDA out of memory. Tried to allocate 20.00 MiB.",
+    ]
+    for result in both(lines):
+        assert set(ids(result)) == {"engine-dead", "cuda-oom"}
