@@ -702,6 +702,28 @@ HEALTHY_AFTER_REAL_WORLD_19 = [
 ]
 
 
+# What real-world-20 taught, as rules for each class. No line is an excerpt.
+LEARNED_FROM_REAL_WORLD_20 = {
+    "engine-dead": [
+        "[Bug] v2.1 crashes with CUDA OOM error under 30 concurrent requests",
+        "the inference server is crashing with signal 11 every few hours",
+        "the 4090s always crash when loading the 12B model",
+        "llama-server eventually segfaults under repeated /v1/chat/completions",
+    ],
+    "cuda-oom": ["GPU memory grows with each request until the server crashes because OOM error"],
+    "http-error-status": [
+        "this is the 500 (server error) default page of the app",
+        "the daemon crashed under load, returning `500` from `/v1/embeddings`",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_20 = [
+    "And some worker eventually crashes, but they are getting respawned.",   # any one of many, by design
+    "if it crashes with signal 11, collect a core dump",                     # a hypothesis
+    "the server never crashes when loading, only at the first request",      # said not to happen
+]
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -726,6 +748,7 @@ ROUNDS = {
     "learned from real-world-17": (LEARNED_FROM_REAL_WORLD_17, HEALTHY_AFTER_REAL_WORLD_17),
     "learned from real-world-18": (LEARNED_FROM_REAL_WORLD_18, HEALTHY_AFTER_REAL_WORLD_18),
     "learned from real-world-19": (LEARNED_FROM_REAL_WORLD_19, HEALTHY_AFTER_REAL_WORLD_19),
+    "learned from real-world-20": (LEARNED_FROM_REAL_WORLD_20, HEALTHY_AFTER_REAL_WORLD_20),
 }
 
 

@@ -101,5 +101,5 @@ COLLECTED = (
         "held-out-17", "real-world-19", as_collected=(0.90, 0.76), now=(0.97, 0.89),
         still_false=("pytorch45950",),
     ),
-    CollectedSet("held-out-18", "real-world-20", as_collected=(1.0, 0.68), now=(1.0, 0.68)),
+    CollectedSet("held-out-18", "real-world-20", as_collected=(1.0, 0.68), now=(1.0, 0.89)),
 )
