@@ -328,23 +328,23 @@ def test_a_traceback_indented_inside_a_warning_ends_at_its_exception_line() -> N
         assert "tokenizer-already-borrowed" not in ids(result)
 
 
-def test_a_designs_own_headings_are_a_changes_cue() -> None:
-    lines = ["## Solution", "The health ping raises EngineDeadError when EngineCore dies or hangs past the timeout."]
-    for result in both(lines):
+@pytest.mark.parametrize(
+    ("heading", "prose", "problem"),
+    [
+        # a design's own heading
+        ("## Solution", "The health ping raises EngineDeadError when EngineCore dies or hangs past the timeout.",
+         "engine-dead"),
+        # a template's heading as a rendered page has it
+        ("<html><body><h2>Purpose</h2>",
+         "<p>/health returns 200 even when the busy loop is frozen (stuck CUDA call, NCCL hang, etc.).</p>",
+         "nccl-failure"),
+    ],
+)
+def test_a_changes_headings_are_its_cues(heading: str, prose: str, problem: str) -> None:
+    for result in both([heading, prose]):
         assert ids(result) == {}
-    for result in both(lines[1:]):
-        assert "engine-dead" in ids(result)
-
-
-def test_a_rendered_changes_heading_is_a_cue_too() -> None:
-    lines = [
-        "<html><body><h2>Purpose</h2>",
-        "<p>/health returns 200 even when the busy loop is frozen (stuck CUDA call, NCCL hang, etc.).</p>",
-    ]
-    for result in both(lines):
-        assert ids(result) == {}
-    for result in both(lines[1:]):
-        assert "nccl-failure" in ids(result)
+    for result in both([prose]):
+        assert problem in ids(result)
 
 
 def test_a_traceback_from_sglangs_scheduler_process_is_its_death() -> None:
