@@ -146,8 +146,9 @@ NOT_DONE = (
     "line over 64 KiB",
     "one event must be one line: where a shipper merges lines (multi-line tracebacks), an exclusion "
     "anywhere in the event suppresses it",
-    "no paragraph context: scan does not count a death or a status named in the prose of a change's "
-    "description (a pull request's, after its template's cues); a line rule counts it",
+    "no paragraph context: scan does not count a problem that the prose of a change's description names as "
+    "what the change handles (a death, a status, an OOM, an NCCL failure; after its template's headings); a "
+    "line rule counts it",
 )
 
 
