@@ -186,3 +186,33 @@ def test_bundled_patterns_have_no_nested_unbounded_repeats() -> None:
         for p in (*sig.message, *sig.frames, *sig.raises, *sig.exclude, *sig.stall, *sig.resume):
             assert isinstance(p, re.Pattern)
             assert not nested_unbounded(p.pattern)
+
+
+def test_no_anchor_makes_a_candidate_of_a_healthy_servers_common_lines(tmp_path: Path) -> None:
+    # An anchor is what the fast path searches every line for: one that healthy lines hold (" in ", "from ") makes
+    # each of them a candidate read by the regexes, and scan drops from ~100 MB/s to ~1 (it happened: an anchor list
+    # of " in ", "from "). The healthy lines of bench/scan.py's generated log (vLLM, uvicorn, NCCL INFO chatter) are
+    # the measure: no anchor may be in more than 1 line in 200.
+    import importlib.util
+    import sys
+
+    folder = Path(__file__).parents[2] / "bench"
+    spec = importlib.util.spec_from_file_location("bench_scan", folder / "scan.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(folder))  # it imports its neighbour goals.py
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.path.remove(str(folder))
+    log = tmp_path / "healthy.log"
+    bench.generate(log, 1, every=10**9)  # one piece of 40,000 lines, no failure in it
+    lines = log.read_text(encoding="utf-8").splitlines()
+    assert len(lines) > 10_000
+    common = {}
+    for sig in compile_signatures(load()):
+        for anchor in sig.anchors:
+            share = sum(anchor in line for line in lines) / len(lines)
+            if share > 1 / 200:
+                common[f"{sig.problem_id} #{sig.index + 1}: {anchor!r}"] = round(share, 3)
+    assert common == {}
