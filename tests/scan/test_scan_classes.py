@@ -723,6 +723,53 @@ HEALTHY_AFTER_REAL_WORLD_20 = [
     "the server never crashes when loading, only at the first request",      # said not to happen
 ]
 
+WRITTEN_BEFORE_REAL_WORLD_21 = {
+    "engine-dead": [
+        "[Bug]: Crash when using speculative decoding",
+        "Segfault during warm-up with tensor parallel",
+        "Qwen2.5-VL crashes on startup",
+        "vllm serve exits with code 137",
+        "  exitcode  : -9 (pid: 12345)",
+        "the model server keeps restarting",
+        "The service goes down after some requests",
+        "the process got killed by the OOM killer",
+        "Out of memory: Killed process 4242 (python3)",
+        "Killed",
+        "Illegal instruction (core dumped)",
+        "Shard process was signaled to shutdown with signal 9",
+    ],
+    "cuda-oom": [
+        "[Bug]: OOM when running with max-model-len 32k",
+        "OOM on long prompts",
+        "I keep getting OOM errors when I increase the batch size",
+        "[Bug]: Memory usage is always oom",
+        "I consistently encounter out-of-memory errors when loading on the 24GB GPU",
+        "ran out of memory while loading the model",
+    ],
+    "http-error-status": [
+        "Bad Request (400) when posting to /embed",
+        '{"detail": "overloaded", "status": 503}',
+        "the rerank endpoint sends back a 500",
+        "HuggingFaceInferenceAPIEmbeddings getting 413 request code",
+    ],
+}
+
+HEALTHY_BEFORE_REAL_WORLD_21 = [
+    "To avoid OOM, lower --gpu-memory-utilization",              # what a design avoids
+    "you may see OOM if the batch is too large",                 # what may happen
+    "It is possible to OOM with very long inputs",
+    "[lore] ONNX OOM on attempt 1, retrying with 4096 tokens",   # another memory (real-world-11: a CPU runtime's)
+    "Add OOM error msg for embedding",                           # a message about OOM (real-world-16)
+    "Exit code 137 means the container ran out of memory",       # what a code means
+    "Killed the server with Ctrl+C and restarted",               # a person, not the shell
+    "dask.distributed.KilledWorker: attempted to run task",
+    "We return 500 when the engine is dead",                     # a design
+    "We answer 503 while the engine restarts",
+    "The model answered 400 prompts correctly",                  # a count
+    "If the server keeps restarting, check the probe",           # a hypothesis
+    "Crash reporting is disabled",
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -749,6 +796,7 @@ ROUNDS = {
     "learned from real-world-18": (LEARNED_FROM_REAL_WORLD_18, HEALTHY_AFTER_REAL_WORLD_18),
     "learned from real-world-19": (LEARNED_FROM_REAL_WORLD_19, HEALTHY_AFTER_REAL_WORLD_19),
     "learned from real-world-20": (LEARNED_FROM_REAL_WORLD_20, HEALTHY_AFTER_REAL_WORLD_20),
+    "written before real-world-21": (WRITTEN_BEFORE_REAL_WORLD_21, HEALTHY_BEFORE_REAL_WORLD_21),
 }
 
 
