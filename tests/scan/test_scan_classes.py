@@ -770,6 +770,35 @@ HEALTHY_BEFORE_REAL_WORLD_21 = [
     "Crash reporting is disabled",
 ]
 
+LEARNED_FROM_REAL_WORLD_21 = {
+    "engine-dead": [
+        "using speculative decoding, the server will crash after the first batch",
+        "a single malformed image takes down the engine",
+        "an OOM in the vision tower will crash the server",
+        "the pod was killed due to OOM after a day of traffic",
+        "my worker process gets killed in the pod",
+    ],
+    "cuda-oom": [
+        "Out Of Memory Error (OOM) on an A10 with the 7B model",
+        "out-of-memory errors during CUDA graph capture",
+    ],
+    "nccl-failure": ["多机部署时报NCCL超时"],
+    "http-error-status": ["the chat request fails 503 under load"],
+    "mm-cache-desync": ["we gather the multimodal embeddings but hit a cache miss"],
+}
+
+HEALTHY_AFTER_REAL_WORLD_21 = [
+    "This should reduce `Already Borrowed` errors in threaded code",   # what a design means to make rarer
+    "Lower the batch size to prevent CUDA OOM when the GPU is shared",   # what a change prevents
+    "this may cause NCCL hang if the GPUs are not consecutive",        # what may happen
+    "if the engine will crash after this change, we roll back",        # a hypothesis
+    "I killed the server and restarted it",                            # a person
+    "host out-of-memory errors during indexing",                       # another memory
+    "Prefix cache miss rate: 12%",                                     # a healthy cache's statistics
+    "(EngineCore_DP0 pid=311) DEBUG 08-02 09:14:08 [encoder_cache_manager.py:77] Encoder cache miss for request "
+    "chatcmpl-77, computing features.",                                # how a cache fills
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -797,6 +826,7 @@ ROUNDS = {
     "learned from real-world-19": (LEARNED_FROM_REAL_WORLD_19, HEALTHY_AFTER_REAL_WORLD_19),
     "learned from real-world-20": (LEARNED_FROM_REAL_WORLD_20, HEALTHY_AFTER_REAL_WORLD_20),
     "written before real-world-21": (WRITTEN_BEFORE_REAL_WORLD_21, HEALTHY_BEFORE_REAL_WORLD_21),
+    "learned from real-world-21": (LEARNED_FROM_REAL_WORLD_21, HEALTHY_AFTER_REAL_WORLD_21),
 }
 
 
