@@ -799,6 +799,38 @@ HEALTHY_AFTER_REAL_WORLD_21 = [
     "chatcmpl-77, computing features.",                                # how a cache fills
 ]
 
+WRITTEN_BEFORE_REAL_WORLD_22 = {
+    "engine-dead": [
+        "vllm server shuts down unexpectedly after a few requests",
+        "the server process exits silently when sending long prompts",
+        "the model server restarts every time I send an image",
+        "[Bug]: vLLM stops responding and the container exits",
+    ],
+    "cuda-oom": ["GPU memory overflow when loading model", "CUDA内存溢出", "加载模型时显存不足", "OutOfMemoryError during cuda graph capture"],
+    "http-error-status": [
+        "500 errors on /v1/embeddings under concurrency",
+        "we keep getting 502s from the load balancer",
+        "I'm seeing 504 gateway timeouts under load",
+        "接口返回 500",
+    ],
+    "nccl-failure": [
+        "NCCL init hangs forever with tp=4",
+        "multi-GPU inference hangs at init_process_group",
+        "torch.distributed.DistStoreError: Timed out after 901 seconds waiting for clients",
+    ],
+}
+
+HEALTHY_BEFORE_REAL_WORLD_22 = [
+    "we retry on 429 and 503 responses",                       # a policy
+    "Retries on 502s from the gateway are handled by the client",
+    "The container exited with code 0",                        # a clean exit
+    "If the container exits, Kubernetes restarts it",          # a hypothesis
+    "The server shuts down gracefully on SIGTERM",
+    "seeing 500 tokens per second",                            # a count
+    "the request took 502s to finish",                         # a time
+    "java.lang.OutOfMemoryError: Java heap space",             # Java's
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -827,6 +859,7 @@ ROUNDS = {
     "learned from real-world-20": (LEARNED_FROM_REAL_WORLD_20, HEALTHY_AFTER_REAL_WORLD_20),
     "written before real-world-21": (WRITTEN_BEFORE_REAL_WORLD_21, HEALTHY_BEFORE_REAL_WORLD_21),
     "learned from real-world-21": (LEARNED_FROM_REAL_WORLD_21, HEALTHY_AFTER_REAL_WORLD_21),
+    "written before real-world-22": (WRITTEN_BEFORE_REAL_WORLD_22, HEALTHY_BEFORE_REAL_WORLD_22),
 }
 
 
