@@ -831,6 +831,27 @@ HEALTHY_BEFORE_REAL_WORLD_22 = [
     "java.lang.OutOfMemoryError: Java heap space",             # Java's
 ]
 
+LEARNED_FROM_REAL_WORLD_22 = {
+    "engine-dead": [
+        "./start.sh: line 3: 41234 Killed                  python3 -m vllm.entrypoints.openai.api_server --model m",
+        "run.sh: line 1: 977 Segmentation fault      (core dumped) llama-server -m model.gguf",
+    ],
+    "cuda-oom": ["src/runtime/cuda/cuda_device_api.cc:129: InternalError: Check failed: CUDA: out of memory"],
+    "http-error-status": [
+        '    "code": 503,',
+        "Server error: 502 - upstream worker unavailable",
+        "srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 500",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_22 = [
+    "- telling apart router-generated and worker-relayed `502` responses",   # a kind of answer, in a docs page
+    "The API is not returning a 500 Internal Server Error when it should",   # said not to come
+    "Throw 429 over max number of requests",                                 # a feature asked for
+    "srv  log_server_r: request: GET /props 127.0.0.1 200",                  # a healthy access line
+    "./train.sh: line 2: 1234 Aborted (core dumped) python3 train.py",       # not a server
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -860,6 +881,7 @@ ROUNDS = {
     "written before real-world-21": (WRITTEN_BEFORE_REAL_WORLD_21, HEALTHY_BEFORE_REAL_WORLD_21),
     "learned from real-world-21": (LEARNED_FROM_REAL_WORLD_21, HEALTHY_AFTER_REAL_WORLD_21),
     "written before real-world-22": (WRITTEN_BEFORE_REAL_WORLD_22, HEALTHY_BEFORE_REAL_WORLD_22),
+    "learned from real-world-22": (LEARNED_FROM_REAL_WORLD_22, HEALTHY_AFTER_REAL_WORLD_22),
 }
 
 
