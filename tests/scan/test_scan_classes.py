@@ -852,6 +852,26 @@ HEALTHY_AFTER_REAL_WORLD_22 = [
     "./train.sh: line 2: 1234 Aborted (core dumped) python3 train.py",       # not a server
 ]
 
+LEARNED_FROM_REAL_WORLD_23 = {
+    "engine-dead": [
+        "2024-11-15T06:12:47.794Z [APP]::Process exited with code null",
+        "Restarting process in 5000ms (Attempt 4/5)",
+        "with tensor_parallel=2 the grpc server will stop",
+        "after the KV cache fills up it dies with error above",
+        "调用几次之后整个服务异常退出了",
+    ],
+    "cuda-oom": ["[Bug]: CUDA OutOfMemory Error when embedding long PDFs", "推理时报Thread-3 Out of Memory"],
+    "http-error-status": ["the reranker keeps returning 5xx under load", "接口返回了 503", "状态码也是 400"],
+}
+
+HEALTHY_AFTER_REAL_WORLD_23 = [
+    "The test uses mocks to simulate EngineDeadError being raised during health check",   # a test's mock
+    "verifies that the endpoint correctly returns HTTP 503 status code instead of 500",  # what a change makes it answer
+    "- Focuses specifically on the EngineDeadError → 503 logic",                          # a design's mapping
+    "after draining, the server will stop accepting new requests",                        # a design
+    "服务正常退出",                                                                        # a normal exit
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -882,6 +902,7 @@ ROUNDS = {
     "learned from real-world-21": (LEARNED_FROM_REAL_WORLD_21, HEALTHY_AFTER_REAL_WORLD_21),
     "written before real-world-22": (WRITTEN_BEFORE_REAL_WORLD_22, HEALTHY_BEFORE_REAL_WORLD_22),
     "learned from real-world-22": (LEARNED_FROM_REAL_WORLD_22, HEALTHY_AFTER_REAL_WORLD_22),
+    "learned from real-world-23": (LEARNED_FROM_REAL_WORLD_23, HEALTHY_AFTER_REAL_WORLD_23),
 }
 
 
