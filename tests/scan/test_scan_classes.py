@@ -872,6 +872,20 @@ HEALTHY_AFTER_REAL_WORLD_23 = [
     "服务正常退出",                                                                        # a normal exit
 ]
 
+LEARNED_FROM_REAL_WORLD_24 = {
+    "engine-dead": [
+        "[2024-03-01 10:00:00 +0000] [71] [CRITICAL] WORKER TIMEOUT (pid:88)",
+        "error: Uncaught SIGSEGV (SEGV_MAPERR) on host pid 812 tid 812",
+        "the model server was SIGKILLed by the kubelet",
+        "under load the router panics and stops serving",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_24 = [
+    "send SIGKILL to the worker if it does not exit",   # an instruction
+    "the worker panics are caught and logged",          # not said of the process that serves
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -903,6 +917,7 @@ ROUNDS = {
     "written before real-world-22": (WRITTEN_BEFORE_REAL_WORLD_22, HEALTHY_BEFORE_REAL_WORLD_22),
     "learned from real-world-22": (LEARNED_FROM_REAL_WORLD_22, HEALTHY_AFTER_REAL_WORLD_22),
     "learned from real-world-23": (LEARNED_FROM_REAL_WORLD_23, HEALTHY_AFTER_REAL_WORLD_23),
+    "learned from real-world-24": (LEARNED_FROM_REAL_WORLD_24, HEALTHY_AFTER_REAL_WORLD_24),
 }
 
 
