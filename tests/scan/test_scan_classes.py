@@ -886,6 +886,29 @@ HEALTHY_AFTER_REAL_WORLD_24 = [
     "the worker panics are caught and logged",          # not said of the process that serves
 ]
 
+LEARNED_FROM_REAL_WORLD_25 = {
+    "engine-dead": ["WARN supervisor: llama-server <embed> exited with status code 137, args: `Command { ... }`"],
+    "cuda-oom": ["the server always fails at start-up with an out-of-memory error"],
+    "nccl-failure": [
+        "with tp=4 an NCLL error occurs on the second node",
+        "the second node just stopped at \"Init nccl begin\" without further progress",
+        "frame #5: c10d::ProcessGroupNCCL::watchdogHandler() + 0x1da (0x73bbc95f6a9a in libtorch_cuda.so)",
+    ],
+    "http-error-status": [
+        "(HTTP response code was 400)",
+        "Error 5001 http 400 after using /embeddings",
+        "Failed to embed: [failed_to_embed]: 404 Failed to load model",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_25 = [
+    "Restart `serving-inference` on `torch.cuda.OutOfMemoryError: CUDA out of memory.`",   # what a feature reacts to
+    "3. `main.py` - add gunicorn worker restart on CUDA OOM exception",
+    "This change catches vLLM `EngineDeadError` exceptions and calls shutdown",                  # a change's handling
+    "- Concurrent usage should no longer trigger \"RuntimeError: Already borrowed\"",          # what a fix prevents
+    "vLLM actually calls check_health() and returns 503 if the engine is dead",                 # a behaviour
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -918,6 +941,7 @@ ROUNDS = {
     "learned from real-world-22": (LEARNED_FROM_REAL_WORLD_22, HEALTHY_AFTER_REAL_WORLD_22),
     "learned from real-world-23": (LEARNED_FROM_REAL_WORLD_23, HEALTHY_AFTER_REAL_WORLD_23),
     "learned from real-world-24": (LEARNED_FROM_REAL_WORLD_24, HEALTHY_AFTER_REAL_WORLD_24),
+    "learned from real-world-25": (LEARNED_FROM_REAL_WORLD_25, HEALTHY_AFTER_REAL_WORLD_25),
 }
 
 
