@@ -909,6 +909,21 @@ HEALTHY_AFTER_REAL_WORLD_25 = [
     "vLLM actually calls check_health() and returns 503 if the engine is dead",                 # a behaviour
 ]
 
+LEARNED_FROM_REAL_WORLD_26 = {
+    "engine-dead": ["The server's exit code was 137 after the third request"],
+    "cuda-oom": ["Check failed: (__e == VK_SUCCESS) is false: Vulkan Error, code=-2: VK_ERROR_OUT_OF_DEVICE_MEMORY"],
+    "http-error-status": [
+        "WARNING:src.chains:Failed to generate response due to exception [503] Service Unavailable",
+        "ERROR - Failed to add to collection (Status 413): {'detail': 'payload too large'}",
+        "404 page not found",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_26 = [
+    "Demo app crashes with \"Already Borrowed: BorrowMutError\" when it cannot connect",   # Rust's RefCell, any capitals
+    "Add a /live probe that returns 200 while draining and only returns 503 on fatal engine error",   # a design
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -942,6 +957,7 @@ ROUNDS = {
     "learned from real-world-23": (LEARNED_FROM_REAL_WORLD_23, HEALTHY_AFTER_REAL_WORLD_23),
     "learned from real-world-24": (LEARNED_FROM_REAL_WORLD_24, HEALTHY_AFTER_REAL_WORLD_24),
     "learned from real-world-25": (LEARNED_FROM_REAL_WORLD_25, HEALTHY_AFTER_REAL_WORLD_25),
+    "learned from real-world-26": (LEARNED_FROM_REAL_WORLD_26, HEALTHY_AFTER_REAL_WORLD_26),
 }
 
 
