@@ -924,6 +924,24 @@ HEALTHY_AFTER_REAL_WORLD_26 = [
     "Add a /live probe that returns 200 while draining and only returns 503 on fatal engine error",   # a design
 ]
 
+LEARNED_FROM_REAL_WORLD_27 = {
+    "engine-dead": [
+        "[Bug]: the api_server often crashes after upgrading",
+        "ERROR container Container.com.yahoo.jdisc.core.StandaloneMain JDisc exiting: Throwable caught:",
+        "OSError: exception: access violation reading 0x0000000000000008",
+    ],
+    "http-error-status": [
+        "elasticsearch.NotFoundError: NotFoundError(404, 'resource_not_found_exception', 'model missing')",
+        "[ tei-rerank ] HTTP status is not 200. Received status was 413",
+        "For HTTP I am recieving 502 errors from the gateway",
+    ],
+}
+
+HEALTHY_AFTER_REAL_WORLD_27 = [
+    "if the server often crashes, raise the memory limit",   # a hypothesis
+    "the status was 200 for every request",                  # a success
+]
+
 
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
@@ -958,6 +976,7 @@ ROUNDS = {
     "learned from real-world-24": (LEARNED_FROM_REAL_WORLD_24, HEALTHY_AFTER_REAL_WORLD_24),
     "learned from real-world-25": (LEARNED_FROM_REAL_WORLD_25, HEALTHY_AFTER_REAL_WORLD_25),
     "learned from real-world-26": (LEARNED_FROM_REAL_WORLD_26, HEALTHY_AFTER_REAL_WORLD_26),
+    "learned from real-world-27": (LEARNED_FROM_REAL_WORLD_27, HEALTHY_AFTER_REAL_WORLD_27),
 }
 
 
