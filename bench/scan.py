@@ -122,7 +122,7 @@ def grep_patterns(scanner: Scanner) -> list[str]:
         for pattern in sig.starters():
             ere = re.sub(r"\(\?[=!<][^()]*\)", "", pattern.pattern)
             ere = ere.replace("(?:", "(").replace("(?P<detail>", "(")
-            if "(?" in ere:
+            if re.search(r"(?<!\\)\(\?", ere):   # a group's "(?", not an escaped bracket made optional ("\\(?")
                 raise SystemExit(f"cannot express {pattern.pattern!r} for grep -E")
             out.append(ere)
     return out
@@ -163,6 +163,8 @@ def main() -> int:
                 ["grep", "-c", "-E", "-f", str(pat), str(log)], capture_output=True, text=True,
                 env={"LC_ALL": "C"}, timeout=3600,
             )
+            if proc.returncode > 1:   # 1 is "no line matched"; above it grep refused a pattern and the baseline is void
+                raise SystemExit(f"grep -E failed ({proc.returncode}): {proc.stderr.strip()[:300]}")
             return int(proc.stdout.strip() or 0)
 
         def scan() -> object:
