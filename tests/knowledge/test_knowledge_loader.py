@@ -122,6 +122,33 @@ def test_signatures_and_related_are_kept_raw(tmp_path: Path) -> None:
     assert problem.signatures[0]["pattern"] == "Already borrowed"
 
 
+def test_a_problems_exclude_is_every_one_of_its_tables(tmp_path: Path) -> None:
+    text = (
+        '[[problem]]\nid = "site-death"\ntitle = "t"\nseverity = "error"\nexplanation = "e"\n'
+        'exclude = ["raise [A-Za-z]{1,40}Error"]\n'
+        '[[problem.signature]]\nmessage = ["Backend crashed"]\nanchors = ["Backend crashed"]\n'
+        '[[problem.signature]]\nmessage = ["Backend lost"]\nexclude = "lost track"\nanchors = ["Backend lost"]\n'
+    )
+    kb = load(write(tmp_path, text))
+    first, second = kb["site-death"].signatures
+    assert first["exclude"] == ("raise [A-Za-z]{1,40}Error",)
+    assert second["exclude"] == ("raise [A-Za-z]{1,40}Error", "lost track")  # its own after the problem's
+    found = scan_with(kb, "Backend lost at 12:00\n    raise RuntimeError('Backend lost')\n    raise ValueError('Backend crashed')\n")
+    assert found["site-death"] == 1  # the log line; neither line of source
+    # the bundled base says it once for engine-dead: source quoting a log call is no death in any of its tables
+    assert all("(?:logger|logging|log)" in x[0] for x in [s["exclude"] for s in load()["engine-dead"].signatures])
+
+
+def scan_with(kb: object, text: str) -> dict[str, int]:
+    from borrowguard.scan import Scanner
+
+    sc = Scanner(kb=kb)
+    for line in text.splitlines():
+        sc.feed(line, "x")
+    sc.finish()
+    return {f.id: f.count for f in sc.result().findings}
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [
@@ -210,6 +237,14 @@ def test_signatures_and_related_are_kept_raw(tmp_path: Path) -> None:
         (
             GOOD.format(id="x", severity="info").replace("[problem.detect]", 'mentioned_in_changes = "yes"\n[problem.detect]'),
             "rule 'x': field 'mentioned_in_changes' must be true or false",
+        ),
+        (
+            GOOD.format(id="x", severity="info").replace("[problem.detect]", 'exclude = ["a", 3]\n[problem.detect]'),
+            "rule 'x': field 'exclude' must be a list of non-empty strings",
+        ),
+        (
+            GOOD.format(id="x", severity="info").replace("[problem.detect]", 'exclude = ["a"]\n[problem.detect]'),
+            "rule 'x': field 'exclude' only applies together with [[problem.signature]] tables",
         ),
         ("x = " + "[" * 200_000, "nested too deeply"),
     ],

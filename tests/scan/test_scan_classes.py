@@ -943,6 +943,255 @@ HEALTHY_AFTER_REAL_WORLD_27 = [
 ]
 
 
+LEARNED_FROM_REAL_WORLD_28 = {
+    "engine-dead": [
+        "16:53:24 - Crashed container in pod: tgi-standalone-7d9f-abcde",
+        "then the engine process raised an uncaught exception and nothing answered",
+        "I0821 08:15:33.549090 2830 pb_stub.cc:2049]  Non-graceful termination detected.",
+        "./run.sh: line 4:  8812 Floating point exception (core dumped) tritonserver --model-repository=/models",
+    ],
+    "http-error-status": [
+        "the rerank endpoint returned `Not Found` for every query",
+        "our client got 'Bad Gateway' from the proxy twice an hour",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_28 = [
+    "if the scheduler raises an unhandled exception, the server should exit",   # a hypothesis
+    "the API should return `Bad Request` for an empty input",                   # a design
+    "Not Found errors are cached for 10 minutes by the CDN config we ship",     # no verb of answering
+]
+
+WRITTEN_BEFORE_REAL_WORLD_29 = {
+    "engine-dead": [
+        "2025-01-01 10:00:00,000 WARN exited: sglang (exit status 1; not expected)",
+        "2025-01-01 10:00:00,000 WARN exited: ollama (terminated by SIGKILL; not expected)",
+        "PM2 | App [llm:0] exited with code [0] via signal [SIGSEGV]",
+        "Warning  BackOff  2m  kubelet  Back-off restarting failed container tei in pod tei-0",
+        "panic: runtime error: invalid memory address or nil pointer dereference",
+        "fatal error: unexpected signal during runtime execution",
+        "error: process didn't exit successfully: `target/release/text-embeddings-router` (signal: 11, SIGSEGV: invalid memory reference)",
+        "*** SIGSEGV received at time=1700000000 on cpu 3 ***",
+        "# A fatal error has been detected by the Java Runtime Environment:",
+        "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory",
+        "Process finished with exit code -1073741819 (0xC0000005)",
+        "Error: exit status 0xc0000409",
+        "the backend died after the first request",
+        "tabby exited with status 1",
+        "vllm serve is killed after a minute",
+        "the model server went offline after a few requests",
+    ],
+    "http-error-status": [
+        "Response [500]",
+        "Embedding request failed: 413",
+    ],
+}
+HEALTHY_BEFORE_REAL_WORLD_29 = [
+    "2025-01-01 10:00:00,000 INFO exited: vllm (exit status 0; expected)",
+    "PM2 | App [llm:0] exited with code [0] via signal [SIGINT]",
+    "fatal error: config file not found",
+    "if the backend dies, restart it",
+    "the backend is ready",
+    "Embedding failed: 500 rows were skipped",
+    "0xC0000 is the prefix of NTSTATUS codes",
+]
+
+LEARNED_FROM_REAL_WORLD_29 = {
+    "engine-dead": [
+        "2024-03-12 10:00:00,000 - lmdeploy - ERROR - Engine main loop stopped.",
+        "2024-09-03 00:43:40,729 xinference.api.restful_api 1 ERROR    Remote server 10.0.0.5:41234 closed",
+        "the embedding pod crashes randomly due to OOM under load",
+        "[Bug] Qwen server crushed after 300 requests",
+        "we saw a CUDA error and the server went down",
+        "部署的服务全部异常退出",
+    ],
+    "cuda-oom": [
+        "RuntimeError: CUDA Error: out of memory at /workspace/csrc/cumem_allocator.cpp:62",
+        "2024-01-18 21:27:53,300 xinference.core.model 35043 ERROR    Model actor is out of memory.",
+    ],
+    "nccl-failure": ["The second node hangs at this line: python/sglang/srt/distributed/device_communicators/pynccl.py#L116"],
+    "http-error-status": [
+        "[embeddings] Bad Request Error, [RID: 1f] Validation error: input too long",
+        "429: 17 occurrences",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_29 = [
+    "if the server crashes randomly due to a segfault, send the core",   # a hypothesis
+    "Remote server closed the connection, retrying",                # a connection, not a process's address
+    "the service never crushed in our tests",                      # said not to happen
+    "服务正常退出",                                                 # a normal exit
+    "200: 864 occurrences",                                         # a success
+    "as on /models it doesn't return 503.",                         # said not to come (every table of the problem)
+    "## Summary by Sourcery\n\nBug Fixes:\n- ensure a 503 is returned while the model is still loading",   # a change
+]
+
+LEARNED_FROM_REAL_WORLD_30 = {
+    "engine-dead": [
+        "Embedding failed: Worker PID: 4242 terminated unexpectedly with code 3221225477",
+        "'./server -m qwen.gguf' terminated by signal SIGILL (Illegal instruction)",
+        "[Tue Sep  8 10:05:32 2026] traps: tritonserver[3838286] general protection fault ip:7f83 sp:7f7f error:0 in libc.so.6",
+        "api-1  | 7:26PM DBG GRPC(phi-2-127.0.0.1:35789): stderr qemu: uncaught target signal 11 (Segmentation fault) - core dumped",
+        'error: creating server: Internal - failed to load all models',
+        "the server crashes with **SIGSEGV (general protection fault)** after the warning",
+        "then the OS decided to kill the process",
+        "服务运行两天后异常退出",
+    ],
+    "nccl-failure": [" 2 0x00000000000742f0 ncclAllReduce()  ???:0"],
+    "cuda-oom": ["Get error `(GPU 0; 23.65 GiB total capacity; 21.87 GiB already allocated; 13.69 MiB free)`"],
+    "http-error-status": ["调用 rerank 接口返回 502", "测试报500，请问该如何解决"],
+}
+HEALTHY_AFTER_REAL_WORLD_30 = [
+    "RuntimeError: DataLoader worker (pid 4242) is killed by signal: Killed.",   # a training job's loader
+    "if the worker is killed by signal 9, check the memory limit",                 # a hypothesis
+    "the server exited with code 0 after the drain",                               # a clean exit
+    "测试返回200，一切正常",                                                      # a success
+    "报5000条数据",                                                                # a longer number
+    "服务正常退出",                                                                # a normal exit
+    "nccl-tests: 0x00007f nccl_net plugin loaded",                                 # not one of NCCL's calls
+]
+
+WRITTEN_BEFORE_REAL_WORLD_31 = {
+    "engine-dead": [
+        "It often crashes, the logs like below.",
+        "`Error: socket hang up` And `Running program crashes`",
+        "!!!!!!! Segfault encountered !!!!!!!",
+        "error: Uncaught SIGBUS (SI_0) on unknown pid 1234",
+        "the reranker got killed twice last night",
+        "Embedding worker terminated unexpectedly",
+    ],
+}
+HEALTHY_BEFORE_REAL_WORLD_31 = [
+    "If the engine crashes, the router retries",                              # a hypothesis
+    "This adds a watchdog to detect crashes of the scheduler",                # what a change detects
+    "The server never crashed in 10,000 requests",                            # said not to happen
+    "And some worker eventually crashes, but they are getting respawned.",    # any one of many
+    "thread 'main' panicked at 'already borrowed: BorrowMutError'",           # a Rust panic
+    "+            logger.error(\"worker crashed\")",                           # a diff
+    "./train.sh: line 2: 1234 Aborted (core dumped) python3 train.py",        # bash's bare abort
+    "OOM's, BSOD's, extreme driver crashes all stemming from the card",       # a driver's
+]
+
+LEARNED_FROM_REAL_WORLD_31 = {
+    "engine-dead": [
+        "the sglang server process exits with a non-zero exit code right after loading",
+        "which causes the pod to enter a crash loop",
+        "2024-04-22 03:16:25,222 xinference.core.worker 95 WARNING  Recreating model actor qwen-7b-1-0 ...",
+        "terminate called after throwing an instance of 'tvm::runtime::InternalError'",
+        "It crashes around once a day on heavy use with cuda error",
+    ],
+    "http-error-status": [
+        "app  | [GIN] 2024/04/12 - 17:45:41 | 2024041217454176454496988398752 | 502 |    1.2ms |  172.24.0.6 |  POST /v1/rerank",
+        "Embedding Error Embedding API 404",
+        'the rest fail with "429 too many requests"',
+        'It gives an "unauthorized 401" error.',
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_31 = [
+    "failed to open http://127.0.0.1:8080/ in a browser tab: process exited with non-zero status",   # not the server
+    "+            status_code=400,",                                     # a diff building the answer
+    "the API 500 ms slower than before",                                 # a time
+    "if the worker exits with a non-zero code, the supervisor restarts it",   # a hypothesis
+    "Once the engine crashes, the router stops sending",                 # a hypothesis
+]
+
+LEARNED_FROM_REAL_WORLD_32 = {
+    "engine-dead": [
+        "After that, server stops.",
+        "I asked it to rerank a document. The server would crash a lot.",
+        "RayServe Replica Dies After ~1h of load",
+        "the pod hits its memory limit and is eventually killed due to OOM",
+        "terminate called after throwing an instance of 'nlohmann::json_abi_v3_11_3::detail::type_error'",
+    ],
+    "nccl-failure": [
+        "A communicator with 7 ranks on one node deadlocks during `ncclCommInitRank` and never reaches the collective",
+        "But when using more than 1 nodes, Training get stuck due to NCCL,",
+    ],
+    "cuda-oom": ["CUDA runtime erroe : out of memory"],
+    "http-error-status": [
+        '{"start_time":"2024-09-09T21:51:33.505Z","method":"GET","response_code":"503","response_flags":"UF"}',
+        "we noticed a lot of `5xx` errors being returned to the client",
+        "large requests fail due to a 413 from nginx",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_32 = [
+    "This will enable liveness checks to terminate trials early on vLLM crashes",   # what a design reacts on
+    '{"method":"GET","response_code":"200","response_flags":"-"}',                  # a success
+    "no 5xx errors since the upgrade",                                               # said not to happen
+    "If the worker hangs during ncclCommInitRank, set NCCL_DEBUG=INFO",              # a hypothesis
+]
+
+
+def test_a_process_killed_for_memory_is_a_death_not_the_gpus_memory() -> None:
+    # the kernel's or a cgroup's OOM killer kills; a CUDA OOM raises (real-world-32: a model container at its 15Gi limit)
+    assert scan("the model container reaches its 15Gi limit and is eventually killed due to OOM") == {"engine-dead": "medium"}
+
+
+def test_a_log_cut_after_nccls_initialisation_went_on_is_no_stall() -> None:
+    # NCCL's own lines after the bootstrap say initialisation went on (real-world-8, -18, -22, -29's near-misses)
+    healthy = "\n".join([
+        "node1:2139:2139 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.34<0>",
+        "node1:2139:2139 [0] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation",
+        "node1:2139:2139 [0] NCCL INFO Using network Socket",
+        "NCCL version 2.21.5+cuda12.4",
+    ])
+    assert "nccl-failure" not in scan(healthy)
+    assert scan("\n".join(healthy.splitlines()[:2])) == {"nccl-failure": "low"}  # cut at the bootstrap: a stall
+
+
+def test_a_paste_that_lost_its_line_breaks_is_read_in_order_for_a_stall() -> None:
+    # whichever of the stall and the resume comes last on the line decides (real-world-18's vllm12292: one glued line)
+    glued = (
+        "INFO pynccl.py:63] vLLM is using nccl==2.20.5 gpu05:1:1 [0] NCCL INFO Bootstrap : Using bond0:172.30.52.37<0> "
+        "NCCL version 2.20.5+cuda12.4 gpu05:2:2 [1] NCCL INFO Bootstrap : Using bond0:172.30.52.37<0>"
+    )
+    assert scan(glued) == {"nccl-failure": "low"}
+    assert "nccl-failure" not in scan(glued.rsplit(" gpu05:2:2", 1)[0])   # ends after "NCCL version": went on
+
+LEARNED_FROM_REAL_WORLD_33 = {
+    "engine-dead": ["after the client sends an embedding request it causes the server to crash, then the client retries"],
+    "cuda-oom": ["HSA_STATUS_ERROR_OUT_OF_RESOURCES ... Available Free mem : 0 MB"],
+    "http-error-status": [
+        '{":authority":"router.svc","method":"POST","response_code":503,"response_flags":"UH"}',
+        "the router fails with an upstream protocol error / 502",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_33 = [
+    "  tests/entrypoints/test_omni_entrypoints.py::test_fatal_error_raises_engine_dead \\",   # a test's name
+    "  tests/diffusion/test_engine.py::TestMultiprocExecutorRaisesEngineDeadError \\",        # the same
+    "a long prompt may cause the server to crash",                                              # what may happen
+    '{"method":"GET","response_code":200,"response_flags":"-"}',                                # a success
+]
+
+LEARNED_FROM_REAL_WORLD_34 = {
+    "engine-dead": [
+        "3. after the model loaded, like at 99.9%, the program crash, and exe exit.",
+        "the process hangs for couple of minutes and then just kills itself",
+    ],
+    "http-error-status": ["Hi! I see a 502 on text embedding. Are you using local embeddings?"],
+}
+HEALTHY_AFTER_REAL_WORLD_34 = [
+    "Adds a `/health` endpoint which returns `200 OK` once loaded, and `503 Service Unavailable` otherwise.",   # a design
+    "the app crashes with `thread 'main' panicked at 'already borrowed: BorrowMutError'`",   # a Rust program's panic
+    "if the program crash, the supervisor restarts it",                                         # a hypothesis
+    "I never see a 500 on the embed route",                                                     # said not to happen
+]
+
+LEARNED_FROM_REAL_WORLD_35 = {
+    "engine-dead": [
+        "`tgi-gaudi:latest` container does not find devices, and is in crash loop.",
+        "While i chat with bot, sometime the error will generate and server is down:",
+        "An example log of a crashed prefill pod is attached here",
+        "I see frequent pod restarts (mostly on decode pods)",
+    ],
+    "nccl-failure": ["call ncclAllReduce got Signal: Segmentation fault (11)", "nccl hung", "nccl reports 'out of memory' on 8xV100"],
+    "http-error-status": ['failed to save due to "internal server error", no error code given.'],
+}
+HEALTHY_AFTER_REAL_WORLD_35 = [
+    "When the server is down, the router answers from its cache",   # a hypothesis
+    "the libnccl timeout value is configurable",                    # a longer name
+    "if nccl hangs, set NCCL_DEBUG=INFO",                           # a hypothesis
+    "it should not return an internal server error for bad input",  # what should not be
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -977,6 +1226,16 @@ ROUNDS = {
     "learned from real-world-25": (LEARNED_FROM_REAL_WORLD_25, HEALTHY_AFTER_REAL_WORLD_25),
     "learned from real-world-26": (LEARNED_FROM_REAL_WORLD_26, HEALTHY_AFTER_REAL_WORLD_26),
     "learned from real-world-27": (LEARNED_FROM_REAL_WORLD_27, HEALTHY_AFTER_REAL_WORLD_27),
+    "learned from real-world-28": (LEARNED_FROM_REAL_WORLD_28, HEALTHY_AFTER_REAL_WORLD_28),
+    "written before real-world-29": (WRITTEN_BEFORE_REAL_WORLD_29, HEALTHY_BEFORE_REAL_WORLD_29),
+    "learned from real-world-29": (LEARNED_FROM_REAL_WORLD_29, HEALTHY_AFTER_REAL_WORLD_29),
+    "learned from real-world-30": (LEARNED_FROM_REAL_WORLD_30, HEALTHY_AFTER_REAL_WORLD_30),
+    "written before real-world-31": (WRITTEN_BEFORE_REAL_WORLD_31, HEALTHY_BEFORE_REAL_WORLD_31),
+    "learned from real-world-31": (LEARNED_FROM_REAL_WORLD_31, HEALTHY_AFTER_REAL_WORLD_31),
+    "learned from real-world-32": (LEARNED_FROM_REAL_WORLD_32, HEALTHY_AFTER_REAL_WORLD_32),
+    "learned from real-world-33": (LEARNED_FROM_REAL_WORLD_33, HEALTHY_AFTER_REAL_WORLD_33),
+    "learned from real-world-34": (LEARNED_FROM_REAL_WORLD_34, HEALTHY_AFTER_REAL_WORLD_34),
+    "learned from real-world-35": (LEARNED_FROM_REAL_WORLD_35, HEALTHY_AFTER_REAL_WORLD_35),
 }
 
 

@@ -66,7 +66,7 @@ COLLECTED = (
     CollectedSet("held-out-3", "real-world-5", as_collected=(0.93, 0.77), now=(1.0, 1.0)),
     CollectedSet("held-out-4", "real-world-6", as_collected=(0.94, 0.80), now=(1.0, 1.0)),
     CollectedSet("held-out-5", "real-world-7", as_collected=(1.0, 0.81), now=(1.0, 1.0)),
-    CollectedSet("held-out-6", "real-world-8", as_collected=(0.93, 0.74), now=(0.97, 1.0), still_false=("nccl857",)),
+    CollectedSet("held-out-6", "real-world-8", as_collected=(0.93, 0.74), now=(1.0, 1.0)),
     CollectedSet(
         "held-out-7", "real-world-9", as_collected=(0.88, 0.72), now=(0.97, 0.95), still_false=("transformers12550",),
     ),
@@ -94,22 +94,22 @@ COLLECTED = (
         "held-out-15", "real-world-17", as_collected=(0.92, 0.95), now=(1.0, 1.0),
     ),
     CollectedSet(
-        "held-out-16", "real-world-18", as_collected=(0.86, 0.86), now=(0.90, 0.97),
-        still_false=("lmcache1088", "nccl1160", "vllm18567"),
+        "held-out-16", "real-world-18", as_collected=(0.86, 0.86), now=(0.95, 0.97),
+        still_false=("lmcache1088",),
     ),
     CollectedSet(
         "held-out-17", "real-world-19", as_collected=(0.90, 0.76), now=(0.97, 0.92),
         still_false=("pytorch45950",),
     ),
-    CollectedSet("held-out-18", "real-world-20", as_collected=(1.0, 0.68), now=(1.0, 0.97)),
+    CollectedSet("held-out-18", "real-world-20", as_collected=(1.0, 0.68), now=(0.97, 0.97)),
     CollectedSet("held-out-19", "real-world-21", as_collected=(0.91, 0.78), now=(1.0, 0.97)),
     CollectedSet(
-        "held-out-20", "real-world-22", as_collected=(0.82, 0.79), now=(0.94, 0.97),
-        still_false=("aibrix758", "textgen2569"),
+        "held-out-20", "real-world-22", as_collected=(0.82, 0.79), now=(0.97, 0.97),
+        still_false=("textgen2569",),
     ),
     CollectedSet("held-out-21", "real-world-23", as_collected=(0.89, 0.70), now=(0.95, 0.91)),
     CollectedSet(
-        "held-out-22", "real-world-24", as_collected=(0.94, 0.79), now=(0.94, 0.89),
+        "held-out-22", "real-world-24", as_collected=(0.94, 0.79), now=(0.95, 0.92),
         still_false=("spacy10649", "vllm6610"),
     ),
     CollectedSet(
@@ -117,11 +117,38 @@ COLLECTED = (
         still_false=("llmdinferencesim457",),
     ),
     CollectedSet(
-        "held-out-24", "real-world-26", as_collected=(0.89, 0.84), now=(0.97, 0.97),
+        "held-out-24", "real-world-26", as_collected=(0.89, 0.84), now=(0.97, 1.00),
         still_false=("vllm53851",),
     ),
     CollectedSet(
-        "held-out-25", "real-world-27", as_collected=(0.93, 0.74), now=(0.94, 0.89),
+        "held-out-25", "real-world-27", as_collected=(0.93, 0.74), now=(0.95, 0.92),
         still_false=("dynamo1655", "gpustack3189"),
     ),
+    CollectedSet(
+        "held-out-26", "real-world-28", as_collected=(0.94, 0.88), now=(0.94, 1.00),
+        still_false=("vllm20783", "vllm2442"),
+    ),
+    CollectedSet(
+        "held-out-27", "real-world-29", as_collected=(0.90, 0.70), now=(0.97, 0.95),
+    ),
+    CollectedSet(
+        "held-out-28", "real-world-30", as_collected=(0.93, 0.71), now=(0.95, 0.97),
+        still_false=("aitriad1227",),
+    ),
+    CollectedSet(
+        "held-out-29", "real-world-31", as_collected=(0.93, 0.74), now=(1.00, 0.97),
+    ),
+    CollectedSet(
+        "held-out-30", "real-world-32", as_collected=(0.88, 0.72), now=(0.95, 0.93),
+        still_false=("meridian819",),
+    ),
+    CollectedSet(
+        "held-out-31", "real-world-33", as_collected=(0.94, 0.84), now=(0.97, 0.95),
+        still_false=("vllm9046",),
+    ),
+    CollectedSet(
+        "held-out-32", "real-world-34", as_collected=(0.93, 0.85), now=(0.97, 0.94),
+        still_false=("zopdev312",),
+    ),
+    CollectedSet("held-out-33", "real-world-35", as_collected=(1.00, 0.69), now=(1.00, 0.86)),
 )

@@ -105,6 +105,8 @@ def render(e: Entry) -> str:
         for i, text in enumerate(e.logs, 1):
             rule = "  [also a line rule in `borrowguard rules export`]" if i in e.line_rules else ""
             out.append(_bullet(f"{text}{rule}"))
+        if e.never:
+            out.append(_bullet(e.never))
     out += [_bullet(text) for text in e.attribution]
     if e.answers:
         out += ["", "How it shows in an HTTP answer", _bullet("an error message containing " + " or ".join(repr(a) for a in e.answers))]

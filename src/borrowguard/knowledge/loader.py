@@ -27,7 +27,7 @@ MAX_RULES_BYTES = 1_000_000
 _REQUIRED = ("id", "title", "severity", "explanation")
 _KNOWN = (
     *_REQUIRED, "kind", "remedies", "references", "related", "leads_to", "leads_to_when_traced", "advice",
-    "answers", "exposed_by", "detect", "signature", "mentioned_in_changes",
+    "answers", "exposed_by", "detect", "signature", "mentioned_in_changes", "exclude",
 )
 REQUEST_FEATURES = ("bad_words",)
 """What `exposed_by` may name: request features verify can send or leave out."""
@@ -65,6 +65,9 @@ class Problem:
     """Literal texts: an HTTP answer whose error message contains one shows this problem."""
     exposed_by: tuple[str, ...] = ()
     """Request features without which it cannot happen (REQUEST_FEATURES)."""
+    exclude: tuple[str, ...] = ()
+    """Regexes of lines that are no occurrence whatever signature reads them (already in every signature's own
+    `exclude`, first)."""
     mentioned_in_changes: bool = False
     """A change's description (see `ChangeProse`) only names it, as what the change handles: its prose lines
     there are no occurrence. False: a change's prose reports it (a bug fix says the error happens)."""
@@ -265,6 +268,9 @@ def _problem(entry: Any, where: str) -> Problem:
     signatures = entry.get("signature", [])
     if not isinstance(signatures, list) or not all(isinstance(s, dict) for s in signatures):
         raise fail("signature", "must be an array of tables ([[problem.signature]])")
+    never = _strings(entry, "exclude", fail)
+    if never and not signatures:
+        raise fail("exclude", "only applies together with [[problem.signature]] tables")
     return Problem(
         id=rule_id,
         title=entry["title"].strip(),
@@ -273,7 +279,7 @@ def _problem(entry: Any, where: str) -> Problem:
         remedies=_strings(entry, "remedies", fail),
         references=_strings(entry, "references", fail),
         detect=_freeze(detect) if detect is not None else None,
-        signatures=tuple(_freeze(s) for s in signatures),
+        signatures=tuple(_freeze(_excluding(s, never)) for s in signatures),
         related=_strings(entry, "related", fail),
         kind=Kind(kind),
         leads_to=_strings(entry, "leads_to", fail),
@@ -281,8 +287,21 @@ def _problem(entry: Any, where: str) -> Problem:
         advice=advice.strip() if advice is not None else None,
         answers=answers,
         exposed_by=exposed_by,
+        exclude=never,
         mentioned_in_changes=mentioned,
     )
+
+
+def _excluding(signature: dict[str, Any], never: tuple[str, ...]) -> dict[str, Any]:
+    """A signature table with its problem's `exclude` ahead of its own: every table of the problem, and
+    everything read from the tables (scan, the line exports, the docs), leaves those lines alone."""
+    if not never:
+        return signature
+    own = signature.get("exclude", [])
+    own = [own] if isinstance(own, str) else own
+    if not isinstance(own, list):
+        return signature  # malformed: the signature's own check names it
+    return {**signature, "exclude": [*never, *(x for x in own if x not in never)]}
 
 
 def _strings(entry: dict[str, Any], name: str, fail: Any) -> tuple[str, ...]:

@@ -459,9 +459,12 @@ class Scanner(BulkReading):
             sig = self.signatures[i]
             if not any(a in message for a in sig.anchors):
                 continue
-            if any(p.search(message) for p in sig.resume):
+            # whichever comes last on the line decides: a paste that lost its line breaks holds a whole run of lines
+            stalled = max((m.start() for p in sig.stall for m in p.finditer(message)), default=-1)
+            resumed = max((m.start() for p in sig.resume for m in p.finditer(message)), default=-1)
+            if resumed > stalled:
                 st.stalls.pop(i, None)
-            elif any(p.search(message) for p in sig.stall):
+            elif stalled >= 0:
                 st.stalls[i] = Stall(n, ts, line.process, excerpt(message))
 
     def _stall_hits(self, st: SourceState) -> list[Hit]:

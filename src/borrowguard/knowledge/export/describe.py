@@ -50,6 +50,8 @@ class Entry:
     """Request features without which it cannot happen (verify's race exposure)."""
     attribution: tuple[str, ...] = ()
     """Per log signature with a context table: how scan decides whose error the matched line is."""
+    never: str | None = None
+    """The lines no signature of it counts (its problem-wide `exclude`), in words; each of `logs` leaves them out."""
 
     def to_dict(self) -> dict[str, Any]:
         return jsonable(self)  # type: ignore[no-any-return]
@@ -69,7 +71,7 @@ def describe(kb: KnowledgeBase, problem: Problem) -> Entry:
         severity=str(problem.severity),
         explanation=problem.explanation,
         found_by=found_by,
-        logs=tuple(signature(raw) for raw in problem.signatures),
+        logs=tuple(signature(raw, besides=problem.exclude) for raw in problem.signatures),
         line_rules=tuple(i + 1 for i, raw in enumerate(problem.signatures) if scan_only_reason(raw) is None),
         versions=tuple(versions),
         remedies=problem.remedies,
@@ -85,6 +87,7 @@ def describe(kb: KnowledgeBase, problem: Problem) -> Entry:
         attribution=tuple(
             attribution(raw["context"]) for raw in problem.signatures if isinstance(raw.get("context"), Mapping)
         ),
+        never=f"Whichever of these reads it, never a line matching {_any(problem.exclude)}" if problem.exclude else None,
     )
 
 
@@ -131,8 +134,9 @@ def _any(patterns: Any) -> str:
     return " or ".join(code(p) for p in items)
 
 
-def signature(raw: Mapping[str, Any]) -> str:
-    """A `[[problem.signature]]` table as one sentence."""
+def signature(raw: Mapping[str, Any], besides: tuple[str, ...] = ()) -> str:
+    """A `[[problem.signature]]` table as one sentence; `besides`: exclusions said once for the whole problem
+    (its `exclude`), left out here."""
     confidence = raw.get("confidence", "high")
     sure = "" if confidence == "high" else f" ({confidence} confidence)"
     if raw.get("stall"):
@@ -157,8 +161,9 @@ def signature(raw: Mapping[str, Any]) -> str:
             text += f", never when its innermost call matches {_any(raw['cut_not_at'])}"
     else:
         text = f"a log line matching {_any(raw.get('message', ()))}{sure}"
-    if raw.get("exclude"):
-        text += f"; never a line matching {_any(raw['exclude'])}"
+    own = [x for x in ((raw["exclude"],) if isinstance(raw.get("exclude"), str) else raw.get("exclude", ())) if x not in besides]
+    if own:
+        text += f"; never a line matching {_any(own)}"
     if raw.get("startup") == "ignore":
         text += "; not while the server starts up"
     return text[:1].upper() + text[1:]

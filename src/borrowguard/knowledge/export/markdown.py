@@ -64,6 +64,8 @@ def entry(e: Entry) -> list[str]:
             rule = " *(also exported as a line rule)*" if i in e.line_rules else ""
             out.append(f"- {text}{rule}")
         out.append("")
+        if e.never:
+            out += [f"{e.never}.", ""]
     for text in e.attribution:
         out += [text + ".", ""]
     if e.answers:
