@@ -151,5 +151,5 @@ COLLECTED = (
         still_false=("zopdev312",),
     ),
     CollectedSet("held-out-33", "real-world-35", as_collected=(1.00, 0.69), now=(1.00, 0.86)),
-    CollectedSet("held-out-34", "real-world-36", as_collected=(0.0, 0.0), now=(0.0, 0.0)),
+    CollectedSet("held-out-34", "real-world-36", as_collected=(0.85, 0.78), now=(0.85, 0.78)),
 )
