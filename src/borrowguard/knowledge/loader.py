@@ -13,7 +13,7 @@ from typing import Any
 
 from borrowguard.errors import UserInputError
 from borrowguard.knowledge.detect import validate_detect, vllm_range
-from borrowguard.knowledge.model import KINDS, SEVERITIES, Kind, Severity
+from borrowguard.knowledge.model import KINDS, SEVERITIES, Kind, Severity, listed
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -297,9 +297,8 @@ def _excluding(signature: dict[str, Any], never: tuple[str, ...]) -> dict[str, A
     everything read from the tables (scan, the line exports, the docs), leaves those lines alone."""
     if not never:
         return signature
-    own = signature.get("exclude", [])
-    own = [own] if isinstance(own, str) else own
-    if not isinstance(own, list):
+    own = listed(signature.get("exclude"))
+    if not isinstance(own, tuple):
         return signature  # malformed: the signature's own check names it
     return {**signature, "exclude": [*never, *(x for x in own if x not in never)]}
 

@@ -84,3 +84,13 @@ def jsonable(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {str(k): jsonable(v) for k, v in value.items()}
     return value
+
+
+def listed(value: Any) -> Any:
+    """A table field that rules.toml may write as one string or as a list, as a tuple (absent: empty);
+    anything else is returned as it is, for the field's own check to name."""
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value) if isinstance(value, (list, tuple)) else value

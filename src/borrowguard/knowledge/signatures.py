@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any, AnyStr
 
 from borrowguard.knowledge.loader import KnowledgeBase, KnowledgeError
-from borrowguard.knowledge.model import Confidence, Severity
+from borrowguard.knowledge.model import Confidence, Severity, listed
 
 PATTERN_FIELDS = ("message", "frames", "raises", "exclude", "stall", "resume")
 FIELDS = (
@@ -280,8 +280,7 @@ def minimal_anchors(anchors: Iterable[AnyStr]) -> tuple[AnyStr, ...]:
 
 
 def _declared_anchors(value: Any, where: str) -> tuple[str, ...]:
-    if isinstance(value, str):
-        value = (value,)
+    value = listed(value)
     if not isinstance(value, Sequence) or not value:
         raise KnowledgeError(f"{where} is required: the literals every matching line contains")
     for anchor in value:
@@ -325,8 +324,7 @@ def _startup(value: Any, where: str) -> bool:
 
 
 def _patterns(value: Any, where: str) -> tuple[re.Pattern[str], ...]:
-    if isinstance(value, str):
-        value = (value,)
+    value = listed(value)
     if not isinstance(value, Sequence) or not all(isinstance(v, str) and v for v in value):
         raise KnowledgeError(f"{where} must be a list of non-empty strings (regular expressions)")
     compiled = []

@@ -10,7 +10,7 @@ from typing import Any
 
 from borrowguard.knowledge.export.lines import scan_only_reason
 from borrowguard.knowledge.loader import KnowledgeBase, Problem
-from borrowguard.knowledge.model import Confidence, jsonable
+from borrowguard.knowledge.model import Confidence, jsonable, listed
 
 NEITHER = "neither doctor nor scan (no check, no log signature)"
 _ISSUE = re.compile(r"(?P<repo>[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100})#(?P<number>[0-9]{1,9})")
@@ -161,7 +161,7 @@ def signature(raw: Mapping[str, Any], besides: tuple[str, ...] = ()) -> str:
             text += f", never when its innermost call matches {_any(raw['cut_not_at'])}"
     else:
         text = f"a log line matching {_any(raw.get('message', ()))}{sure}"
-    own = [x for x in ((raw["exclude"],) if isinstance(raw.get("exclude"), str) else raw.get("exclude", ())) if x not in besides]
+    own = [x for x in listed(raw.get("exclude")) if x not in besides]
     if own:
         text += f"; never a line matching {_any(own)}"
     if raw.get("startup") == "ignore":

@@ -17,6 +17,7 @@ from typing import Any
 from borrowguard._version import __version__
 from borrowguard.knowledge.export.dialects import Unsupported
 from borrowguard.knowledge.loader import KnowledgeBase, Problem
+from borrowguard.knowledge.model import listed
 
 
 @dataclass(frozen=True)
@@ -93,13 +94,9 @@ def scan_only_reason(raw: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _strings(value: Any) -> tuple[str, ...]:
-    return (value,) if isinstance(value, str) else tuple(value or ())
-
-
 def _line_signature(index: int, raw: Mapping[str, Any], convert: Callable[[str], str]) -> LineSignature:
-    message = _strings(raw.get("message"))
-    exclude = _strings(raw.get("exclude"))
+    message = listed(raw.get("message"))
+    exclude = listed(raw.get("exclude"))
     context = raw.get("context")
     note = None
     if isinstance(context, Mapping):
@@ -107,8 +104,8 @@ def _line_signature(index: int, raw: Mapping[str, Any], convert: Callable[[str],
         # library's error (scan: the `elsewhere` finding), source code quoting the words is no occurrence.
         # The rest needs the lines around it (frames, the same process's lines): scan's, not a line rule's.
         others = context.get("others") or {}
-        exclude += tuple(re.escape(lit) for lits in others.values() for lit in _strings(lits))
-        exclude += _strings(context.get("quoted"))
+        exclude += tuple(re.escape(lit) for lits in others.values() for lit in listed(lits))
+        exclude += listed(context.get("quoted"))
         note = attribution_note(context)
     return LineSignature(
         index=index,
