@@ -1192,6 +1192,27 @@ HEALTHY_AFTER_REAL_WORLD_35 = [
     "it should not return an internal server error for bad input",  # what should not be
 ]
 
+LEARNED_FROM_REAL_WORLD_36 = {
+    "engine-dead": [
+        "E0301 10:02:11.123 77 python_be.cc:2066] Stub process is unhealthy and it will be restarted.",
+        "tritonclient.utils.InferenceServerException: [StatusCode.INTERNAL] message: Stub process is not healthy.",
+        "root  1059  657  0 May11 ?  00:19:02 [vllm_worker] <defunct>",
+        "State:\tZ (zombie)",
+        "We keep getting random crashes from the embedding server under load.",
+    ],
+    "cuda-oom": ["ERROR [worker.py:12] RuntimeError: Triton Error [CUDA]: out of memory"],
+    "nccl-failure": ["dist.init_process_group(backend='nccl') on the second node hangs forever"],
+}
+HEALTHY_AFTER_REAL_WORLD_36 = [
+    "Fix engine state when the worker pod is in CrashLoopBackOff",   # a change's title
+    "[Bugfix] Fix CUDA out of memory on long prompts",                # vLLM's title tag
+    "fix: return 503 while the model loads",                          # a conventional commit
+    "Queue above 90% → HTTP 503 + Retry-After: 5",                    # a design's mapping
+    "If you get crashes, lower --max-num-seqs",                       # a hypothesis
+    "to avoid a zombie process, the launcher reaps its children",     # what a design avoids
+    "If init_process_group hangs, set NCCL_DEBUG=INFO",               # a hypothesis
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1236,6 +1257,7 @@ ROUNDS = {
     "learned from real-world-33": (LEARNED_FROM_REAL_WORLD_33, HEALTHY_AFTER_REAL_WORLD_33),
     "learned from real-world-34": (LEARNED_FROM_REAL_WORLD_34, HEALTHY_AFTER_REAL_WORLD_34),
     "learned from real-world-35": (LEARNED_FROM_REAL_WORLD_35, HEALTHY_AFTER_REAL_WORLD_35),
+    "learned from real-world-36": (LEARNED_FROM_REAL_WORLD_36, HEALTHY_AFTER_REAL_WORLD_36),
 }
 
 

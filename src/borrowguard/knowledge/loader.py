@@ -86,6 +86,9 @@ class ChangeProse:
 
     cues: tuple[str, ...] = ()
     reach: int = 0
+    titles: tuple[str, ...] = ()
+    """How a change's title begins ("Fix ", "[Bugfix]"): a line of prose that begins so names, as its
+    description does, what the change handles, wherever it stands (a title comes before any cue)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -156,7 +159,8 @@ def load(extra: Path | str | None = None) -> KnowledgeBase:
     problems.update(added)
     _check_links(problems)
     cues = tuple(dict.fromkeys((*bundled.change.cues, *change.cues)))
-    merged = ChangeProse(cues, max(bundled.change.reach, change.reach))
+    titles = tuple(dict.fromkeys((*bundled.change.titles, *change.titles)))
+    merged = ChangeProse(cues, max(bundled.change.reach, change.reach), titles)
     return KnowledgeBase(MappingProxyType(problems), (*bundled.sources, path), merged)
 
 
@@ -215,9 +219,11 @@ MAX_CHANGE_REACH = 1000
 def _change(entry: Any, source: str) -> ChangeProse:
     if not isinstance(entry, dict):
         raise KnowledgeError(f"{source}: 'change' must be a table ([change])")
-    unknown = set(entry) - {"cues", "reach"}
+    unknown = set(entry) - {"cues", "reach", "titles"}
     if unknown:
-        raise KnowledgeError(f"{source}: [change]: unknown field(s) {', '.join(sorted(unknown))}; known: cues, reach")
+        raise KnowledgeError(
+            f"{source}: [change]: unknown field(s) {', '.join(sorted(unknown))}; known: cues, reach, titles"
+        )
     cues = entry.get("cues", [])
     # cues are literals the fast path searches for: a short one would make a candidate of every line
     if not isinstance(cues, list) or not all(isinstance(c, str) and len(c.strip()) >= 4 for c in cues):
@@ -225,7 +231,10 @@ def _change(entry: Any, source: str) -> ChangeProse:
     reach = entry.get("reach", 0)
     if isinstance(reach, bool) or not isinstance(reach, int) or not 0 <= reach <= MAX_CHANGE_REACH:
         raise KnowledgeError(f"{source}: [change]: field 'reach' must be a number of lines from 0 to {MAX_CHANGE_REACH}")
-    return ChangeProse(tuple(cues), reach)
+    titles = entry.get("titles", [])
+    if not isinstance(titles, list) or not all(isinstance(t, str) and len(t.strip()) >= 3 for t in titles):
+        raise KnowledgeError(f"{source}: [change]: field 'titles' must be a list of texts of at least 3 characters")
+    return ChangeProse(tuple(cues), reach, tuple(titles))
 
 
 def _problem(entry: Any, where: str) -> Problem:

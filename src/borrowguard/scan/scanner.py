@@ -111,7 +111,9 @@ def _tables(kb: KnowledgeBase, accelerate: bool) -> _Tables:
         message_signatures=tuple(s for s in signatures if s.message),
         frame_signatures=tuple(i for i, s in enumerate(signatures) if s.frames),
         stall_signatures=tuple(i for i, s in enumerate(signatures) if s.stall),
-        mentioned_in_changes=frozenset(p.id for p in kb if p.mentioned_in_changes) if kb.change.cues else frozenset(),
+        mentioned_in_changes=(
+            frozenset(p.id for p in kb if p.mentioned_in_changes) if kb.change.cues or kb.change.titles else frozenset()
+        ),
     )
 
 
@@ -391,11 +393,13 @@ class Scanner(BulkReading):
             st.change_at = n
 
     def _in_change_prose(self, st: SourceState, line: Line, n: int) -> bool:
-        """A line of prose (no log header, outside a code fence) within reach of a change's description."""
-        return (
-            st.change_at is not None and n - st.change_at <= self.kb.change.reach and not st.fenced
-            and line.level is None and line.timestamp is None
-        )
+        """A line of prose (no log header, outside a code fence) within reach of a change's description, or
+        a change's title."""
+        if st.fenced or line.level is not None or line.timestamp is not None:
+            return False
+        if st.change_at is not None and n - st.change_at <= self.kb.change.reach:
+            return True
+        return bool(self.kb.change.titles) and line.message.lstrip().startswith(self.kb.change.titles)
 
     def _mention(self, problem_id: str) -> None:
         if problem_id not in self._mentions:
