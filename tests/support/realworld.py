@@ -155,5 +155,5 @@ COLLECTED = (
         "held-out-34", "real-world-36", as_collected=(0.85, 0.78), now=(0.90, 0.95),
         still_false=("nanobrain64", "ollama1516", "serge22", "spacy449"),
     ),
-    CollectedSet("held-out-35", "real-world-37", as_collected=(0.0, 0.0), now=(0.0, 0.0)),
+    CollectedSet("held-out-35", "real-world-37", as_collected=(0.83, 0.69), now=(0.83, 0.69)),
 )
