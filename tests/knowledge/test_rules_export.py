@@ -207,10 +207,14 @@ NO_CHANGE = dataclasses.replace(KB, change=ChangeProse())
 def by_context(f: Fixture) -> set[int]:
     """Lines that scan decides only from the lines around them, the things a line rule cannot carry (the
     export's header says so): another library's borrow error (its traceback, the same process's lines), and
-    a problem only named in a change's description (the paragraph's cue above it)."""
+    a problem only named in a change's description (the paragraph's cue above it) or its title (where the line
+    begins)."""
     hits = scan_hits(KB, f)
     decided = {i for problem_id in ELSEWHERE for i in hits.get(problem_id, set())}
-    if any(cue in line for line in f.lines for cue in KB.change.cues):
+    titles = KB.change.titles
+    if any(cue in line for line in f.lines for cue in KB.change.cues) or any(
+        line.lstrip().startswith(titles) for line in f.lines
+    ):
         for problem_id, lines in scan_hits(NO_CHANGE, f).items():
             decided |= lines - hits.get(problem_id, set())
     return decided

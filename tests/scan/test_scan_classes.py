@@ -1213,6 +1213,30 @@ HEALTHY_AFTER_REAL_WORLD_36 = [
     "If init_process_group hangs, set NCCL_DEBUG=INFO",               # a hypothesis
 ]
 
+LEARNED_FROM_REAL_WORLD_37 = {
+    "engine-dead": [
+        "the sglang router is crashing again since the upgrade",
+        "Observe that the predictor pod enters a CrashBackoffLoop",
+        "ERROR Failed to start model server: CUDA driver initialization failed",
+        "Worker with pid 77 was terminated due to signal 11",
+        "llama-server crashes with 0xC0000005 when two slots decode at once",
+        "Sending an empty list crash service.",
+        "dmesg shows the kernel OOM-killer, not our code, killed the process at 03:12",
+        "I started the batch - after 2 hours it crashed.",   # a bullet's dash, not a diff's
+    ],
+    "nccl-failure": ["HorovodInternalError: ncclAllGather failed: unhandled system error"],
+    "cuda-oom": ["the new scheduler leads to an OOM on an A10", "wrong KV estimate led to CUDA OOM"],
+    "http-error-status": ["the client logged the error at the same time as the observed 504"],
+}
+HEALTHY_AFTER_REAL_WORLD_37 = [
+    "The host ran out of CPU memory before it ran out of GPU memory.",          # another memory first
+    "Ensure the gateway returns 429 when the queue is full",                   # a task
+    "when the queue is full, return a [503 Service Unavailable](https://x)",    # a design's instruction
+    "you will see 502 if the backend is down",                                  # a hypothesis
+    "a p99 latency of 502 ms was observed 503 ms later",                        # numbers
+    "node:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\nnode:1:2 [0] NCCL INFO NET/IB : No device found.",
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1258,6 +1282,7 @@ ROUNDS = {
     "learned from real-world-34": (LEARNED_FROM_REAL_WORLD_34, HEALTHY_AFTER_REAL_WORLD_34),
     "learned from real-world-35": (LEARNED_FROM_REAL_WORLD_35, HEALTHY_AFTER_REAL_WORLD_35),
     "learned from real-world-36": (LEARNED_FROM_REAL_WORLD_36, HEALTHY_AFTER_REAL_WORLD_36),
+    "learned from real-world-37": (LEARNED_FROM_REAL_WORLD_37, HEALTHY_AFTER_REAL_WORLD_37),
 }
 
 

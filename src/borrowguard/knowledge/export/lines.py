@@ -144,8 +144,8 @@ NOT_DONE = (
     "one event must be one line: where a shipper merges lines (multi-line tracebacks), an exclusion "
     "anywhere in the event suppresses it",
     "no paragraph context: scan does not count a problem that the prose of a change's description names as "
-    "what the change handles (a death, a status, an OOM, an NCCL failure; after its template's headings); a "
-    "line rule counts it",
+    "what the change handles (a death, a status, an OOM, an NCCL failure; after its template's headings, or "
+    "in a title that begins \"Fix \", \"[Bugfix]\", \"fix:\"); a line rule counts it",
 )
 
 
