@@ -1237,6 +1237,26 @@ HEALTHY_AFTER_REAL_WORLD_37 = [
     "node:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\nnode:1:2 [0] NCCL INFO NET/IB : No device found.",
 ]
 
+LEARNED_FROM_REAL_WORLD_38 = {
+    "engine-dead": [
+        "SIGSEGV: segmentation violation\nPC=0x7f3b m=5 sigcode=1\nsignal arrived during cgo execution",
+        "[ 912.4] Out of memory: Killed process 4121 (python3) total-vm:91230412kB, anon-rss:80123kB",
+    ],
+    "cuda-oom": ["RuntimeError: cuda error: out of memory at csrc/cumem_allocator.cpp:62"],
+    "http-error-status": [
+        "curl: the gateway answered: upstream connect error or disconnect/reset before headers. reset reason: overflow",
+        "every request now gets no healthy upstream from the mesh",
+        "the embedding call came back with 504 gateway time-out after 60 s",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_38 = [
+    "[ 88.1] VLLM::EngineCor invoked oom-killer: gfp_mask=0x140cca, order=0",      # the allocator, not the victim
+    "[ 88.2] Out of memory: Killed process 311 (cc1plus) total-vm:3069420kB",       # a compiler, not the server
+    "Handle fatal errors (CUDA OOM, NCCL timeout, ECC errors) by restarting the pod",  # a list of kinds
+    "The server should respond status code 429 when its queue is full",            # a design
+    "- [x] Bug fix\nA NCCL timeout happened when saving checkpoints; this sets the timeout", # a change's template
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1283,6 +1303,7 @@ ROUNDS = {
     "learned from real-world-35": (LEARNED_FROM_REAL_WORLD_35, HEALTHY_AFTER_REAL_WORLD_35),
     "learned from real-world-36": (LEARNED_FROM_REAL_WORLD_36, HEALTHY_AFTER_REAL_WORLD_36),
     "learned from real-world-37": (LEARNED_FROM_REAL_WORLD_37, HEALTHY_AFTER_REAL_WORLD_37),
+    "learned from real-world-38": (LEARNED_FROM_REAL_WORLD_38, HEALTHY_AFTER_REAL_WORLD_38),
 }
 
 
