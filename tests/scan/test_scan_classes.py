@@ -1257,6 +1257,23 @@ HEALTHY_AFTER_REAL_WORLD_38 = [
     "- [x] Bug fix\nA NCCL timeout happened when saving checkpoints; this sets the timeout", # a change's template
 ]
 
+LEARNED_FROM_REAL_WORLD_39 = {
+    "engine-dead": [
+        "压测时服务直接自杀了，日志里什么都没有",
+        "During the benchmark the worker process got killed but the pod stayed Ready",
+        "启动后报错Segmentation fault，没有其他提示",
+        "[2026-01-02 10:00:00] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)",
+    ],
+    "cuda-oom": ['fine-tuning on 2*T4 always raises "CUDA out of mem" at step 1'],
+    "http-error-status": ["在Dify中调用嵌入接口，返回502"],
+}
+HEALTHY_AFTER_REAL_WORLD_39 = [
+    "服务不会自杀，只会拒绝新的请求",                      # said not to happen
+    "接口返回200，结果正常",                                # a success
+    "如果模型没有加载，接口应该返回503",                     # what it should do
+    "in the long run the worker process never got killed",          # said not to happen
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1304,6 +1321,7 @@ ROUNDS = {
     "learned from real-world-36": (LEARNED_FROM_REAL_WORLD_36, HEALTHY_AFTER_REAL_WORLD_36),
     "learned from real-world-37": (LEARNED_FROM_REAL_WORLD_37, HEALTHY_AFTER_REAL_WORLD_37),
     "learned from real-world-38": (LEARNED_FROM_REAL_WORLD_38, HEALTHY_AFTER_REAL_WORLD_38),
+    "learned from real-world-39": (LEARNED_FROM_REAL_WORLD_39, HEALTHY_AFTER_REAL_WORLD_39),
 }
 
 

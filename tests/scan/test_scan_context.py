@@ -336,7 +336,7 @@ def test_a_traceback_indented_inside_a_warning_ends_at_its_exception_line() -> N
          "engine-dead"),
         # a template's heading as a rendered page has it
         ("<html><body><h2>Purpose</h2>",
-         "<p>/health returns 200 even when the busy loop is frozen (stuck CUDA call, NCCL hang, etc.).</p>",
+         "<p>/health returns 200 even when the busy loop is frozen by an NCCL hang.</p>",
          "nccl-failure"),
     ],
 )
