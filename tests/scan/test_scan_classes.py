@@ -1274,6 +1274,24 @@ HEALTHY_AFTER_REAL_WORLD_39 = [
     "in the long run the worker process never got killed",          # said not to happen
 ]
 
+LEARNED_FROM_REAL_WORLD_40 = {
+    "engine-dead": [
+        "WARNING - Runner runner_rocm has exited with code: -11",
+        "ERROR health check failed. server could not get a response from detokenizer for last 20 seconds",
+    ],
+    "http-error-status": [
+        "Failed to load resource: the server responded with a status of 504 (Gateway Timeout)",
+        "2025-06-01T10:00:00Z ERROR openai: Internal server error: Failed to route the request",
+        "Embedding Error eF [Error]: 429 Rate limit reached for requests",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_40 = [
+    "restart the replica on AsyncEngineDeadError so it stops taking requests",   # what a change reacts to
+    "this change will handle EngineDeadError by restarting the engine",        # the same
+    "会不会是显存不够导致的？",                                                   # a guess
+    "error: 4 of 5 shards loaded",                                             # not a status
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1322,6 +1340,7 @@ ROUNDS = {
     "learned from real-world-37": (LEARNED_FROM_REAL_WORLD_37, HEALTHY_AFTER_REAL_WORLD_37),
     "learned from real-world-38": (LEARNED_FROM_REAL_WORLD_38, HEALTHY_AFTER_REAL_WORLD_38),
     "learned from real-world-39": (LEARNED_FROM_REAL_WORLD_39, HEALTHY_AFTER_REAL_WORLD_39),
+    "learned from real-world-40": (LEARNED_FROM_REAL_WORLD_40, HEALTHY_AFTER_REAL_WORLD_40),
 }
 
 
