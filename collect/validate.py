@@ -15,31 +15,34 @@ import sys
 from pathlib import Path
 
 LOGS = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "logs"
-IDS = {
-    "engine-dead", "http-error-status", "nccl-failure", "cuda-oom", "tokenizer-already-borrowed",
-    "pyo3-borrow-elsewhere", "tokenizer-acquire-retry", "shm-broadcast-stall", "mm-cache-desync",
-}
 CONFIDENCES = {"high", "medium", "low"}
 HEADERS = ("source", "note", "expect", "reject")
 MAX_BODY_LINES = 120
 
 
-def cited(path: Path) -> str | None:
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        if line.startswith("# source: "):
-            parts = line.split()
-            return parts[2] if len(parts) > 2 else None
-    return None
+def headers(path: Path) -> list[str]:
+    return [line[2:] for line in path.read_text(encoding="utf-8", errors="replace").splitlines() if line.startswith("# ")]
 
 
-def sources_elsewhere(target: Path) -> set[str]:
+def elsewhere(target: Path) -> tuple[set[str], set[str]]:
+    """The sources the other sets cite, and the problem ids their labels use (the ids live in the knowledge base;
+    a collector's labels use those the sets already use, as the guide lists them)."""
     target = target.resolve()
-    return {
-        s for p in LOGS.rglob("*.log") if target not in p.resolve().parents and (s := cited(p)) is not None
-    }
+    sources: set[str] = set()
+    ids: set[str] = set()
+    for path in LOGS.rglob("*.log"):
+        if target in path.resolve().parents:
+            continue
+        for item in headers(path):
+            words = item.split()
+            if item.startswith("source: ") and len(words) > 1:
+                sources.add(words[1])
+            elif item.startswith(("expect: ", "reject: ")) and len(words) > 1:
+                ids.add(words[1])
+    return sources, ids
 
 
-def problems(path: Path, kind: str, known: set[str], seen: dict[str, str]) -> list[str]:
+def problems(path: Path, kind: str, known: set[str], ids: set[str], seen: dict[str, str]) -> list[str]:
     name = f"{kind}/{path.name}"
     if not re.fullmatch(r"[a-z0-9]+[0-9]+_[a-z0-9_]+\.log", path.name):
         return [f"{name}: the name must be <repo><number>_<short_snake_description>.log, lower case"]
@@ -74,8 +77,8 @@ def problems(path: Path, kind: str, known: set[str], seen: dict[str, str]) -> li
         out.append(f"{name}: needs a '# note:'")
     expect = [item.split()[1:] for item in head if item.startswith("expect:")]
     reject = [item.split()[1:] for item in head if item.startswith("reject:")]
-    out += [f"{name}: bad expect {' '.join(e)!r}" for e in expect if len(e) != 2 or e[0] not in IDS or e[1] not in CONFIDENCES]
-    out += [f"{name}: bad reject {' '.join(r)!r}" for r in reject if len(r) != 1 or r[0] not in IDS]
+    out += [f"{name}: bad expect {' '.join(e)!r}" for e in expect if len(e) != 2 or e[0] not in ids or e[1] not in CONFIDENCES]
+    out += [f"{name}: bad reject {' '.join(r)!r}" for r in reject if len(r) != 1 or r[0] not in ids]
     if {e[0] for e in expect if e} & {r[0] for r in reject if r}:
         out.append(f"{name}: an id both expected and rejected")
     if kind == "positive" and not expect:
@@ -90,7 +93,7 @@ def main() -> int:
     ap.add_argument("set", type=Path, help="the new set's folder (with positive/ and near-miss/)")
     ap.add_argument("--sources", action="store_true", help="print the sources every other set cites, and stop")
     args = ap.parse_args()
-    known = sources_elsewhere(args.set)
+    known, ids = elsewhere(args.set)
     if args.sources:
         print("\n".join(sorted(known)))
         return 0
@@ -98,7 +101,7 @@ def main() -> int:
         print(f"error: {args.set} needs positive/ and near-miss/", file=sys.stderr)
         return 2
     seen: dict[str, str] = {}
-    errors = [e for kind in ("positive", "near-miss") for p in sorted((args.set / kind).glob("*")) for e in problems(p, kind, known, seen)]
+    errors = [e for kind in ("positive", "near-miss") for p in sorted((args.set / kind).glob("*")) for e in problems(p, kind, known, ids, seen)]
     print("\n".join(errors) if errors else f"ok: {len(seen)} files")
     return 1 if errors else 0
 
