@@ -1292,6 +1292,23 @@ HEALTHY_AFTER_REAL_WORLD_40 = [
     "error: 4 of 5 shards loaded",                                             # not a status
 ]
 
+LEARNED_FROM_REAL_WORLD_41 = {
+    "engine-dead": [
+        "Bug: Server Embedding Segmentation Fault",
+        "the decode pod goes into crashLoopBack after the upgrade",
+        "vllm 0.9 qwen3 OOM: Killed process",
+    ],
+    "nccl-failure": [
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970",
+        "node-2: socketStartConnect: Connect to 10.0.0.3<41313> failed : Connection refused",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_41 = [
+    "- Returns 503 with a JSON detail while not ready",                      # a readiness design
+    "The gateway answers 503 until the backend is ready.",                  # the same
+    "Running on GPU will lead you to an OOM error with long documents",     # what would follow
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1341,6 +1358,7 @@ ROUNDS = {
     "learned from real-world-38": (LEARNED_FROM_REAL_WORLD_38, HEALTHY_AFTER_REAL_WORLD_38),
     "learned from real-world-39": (LEARNED_FROM_REAL_WORLD_39, HEALTHY_AFTER_REAL_WORLD_39),
     "learned from real-world-40": (LEARNED_FROM_REAL_WORLD_40, HEALTHY_AFTER_REAL_WORLD_40),
+    "learned from real-world-41": (LEARNED_FROM_REAL_WORLD_41, HEALTHY_AFTER_REAL_WORLD_41),
 }
 
 
