@@ -211,10 +211,7 @@ def by_context(f: Fixture) -> set[int]:
     begins)."""
     hits = scan_hits(KB, f)
     decided = {i for problem_id in ELSEWHERE for i in hits.get(problem_id, set())}
-    titles = KB.change.titles
-    if any(cue in line for line in f.lines for cue in KB.change.cues) or any(
-        line.lstrip().startswith(titles) for line in f.lines
-    ):
+    if any(KB.change.cue_in(line) or KB.change.is_title(line) for line in f.lines):
         for problem_id, lines in scan_hits(NO_CHANGE, f).items():
             decided |= lines - hits.get(problem_id, set())
     return decided

@@ -90,6 +90,14 @@ class ChangeProse:
     """How a change's title begins ("Fix ", "[Bugfix]"): a line of prose that begins so names, as its
     description does, what the change handles, wherever it stands (a title comes before any cue)."""
 
+    def cue_in(self, text: str) -> bool:
+        """`text` holds one of the cues that open a change's description."""
+        return any(cue in text for cue in self.cues)
+
+    def is_title(self, text: str) -> bool:
+        """`text` begins as a change's title does."""
+        return bool(self.titles) and text.lstrip().startswith(self.titles)
+
 
 @dataclass(frozen=True, eq=False)
 class KnowledgeBase:

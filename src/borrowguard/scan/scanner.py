@@ -389,7 +389,7 @@ class Scanner(BulkReading):
     def _watch_change(self, st: SourceState, message: str, n: int) -> None:
         if message.lstrip().startswith(FENCE):
             st.fenced = not st.fenced
-        elif any(cue in message for cue in self.kb.change.cues):
+        elif self.kb.change.cue_in(message):
             st.change_at = n
 
     def _in_change_prose(self, st: SourceState, line: Line, n: int) -> bool:
@@ -399,7 +399,7 @@ class Scanner(BulkReading):
             return False
         if st.change_at is not None and n - st.change_at <= self.kb.change.reach:
             return True
-        return bool(self.kb.change.titles) and line.message.lstrip().startswith(self.kb.change.titles)
+        return self.kb.change.is_title(line.message)
 
     def _mention(self, problem_id: str) -> None:
         if problem_id not in self._mentions:
