@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -35,6 +36,8 @@ BUDGET_S = 64.0  # ... or this long
 # 13 of 341 with wrong prompt_tokens (and vectors) plus 5 500s from a leaked padding setting. A single hit
 # proves little; a handful is far below what either stack shows.
 THRESHOLD = 5
+# torch's refusal of a batch another thread's no_padding left ragged (transformers' convert_to_tensors)
+_LEAK_ANSWER = re.compile(r"activate truncation and/or padding")
 VERIFY_N = 150  # requests per verify run (plain: 187 in 20 s on the old stack, 102 on the newest; busy cores)
 
 
@@ -184,9 +187,14 @@ def test_verify_with_default_options_fails_plain_uvicorn_and_passes_borrowguard_
     if OLD_STACK:
         assert doc["reasons"][0]["code"] == "tokenizer-errors", doc["reasons"]
         assert summary["errors_by_fault"].get("tokenizer", 0) >= THRESHOLD, summary["errors_by_fault"]
-    else:  # the leak: identical requests counted differently, or their vectors beyond the tolerance
+    else:  # the leak: identical requests counted differently, their vectors beyond the tolerance, or a batch
+        # left unpadded by another thread's no_padding raising in torch's tensor conversion (a 500 whose
+        # message says so: verify counts it as the server's, since the same text is a plain misuse elsewhere)
         checks = {c["name"]: c["state"] for c in doc["checks"]}
-        assert "failed" in (checks["prompt-tokens"], checks.get("vectors")), (doc["checks"], doc["reasons"])
+        leaked = [g for g in summary["errors_by_status"] if any(_LEAK_ANSWER.search(m) for m in g["messages"])]
+        assert "failed" in (checks["prompt-tokens"], checks.get("vectors")) or (
+            checks["requests"] == "failed" and (leaked or summary["errors_by_fault"].get("tokenizer", 0))
+        ), (doc["checks"], doc["reasons"], summary["errors_by_status"])
     plain.stop()
 
     guarded = embed_server(guarded=True)
