@@ -71,6 +71,26 @@ def test_clean_log_says_so() -> None:
     assert proc.returncode == 0
 
 
+def test_a_long_read_without_the_matcher_says_how_to_speed_it_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from borrowguard.scan import fast
+
+    log = tmp_path / "vllm.log"
+    log.write_text('INFO:     127.0.0.1:5 - "GET /health HTTP/1.1" 200 OK\n' * 40)
+    monkeypatch.setattr(fast, "SLOW_LINES", 30)
+    installed = fast._aho  # ahocorasick-rs, a dev dependency through [all]
+    for matcher in (None, installed) if installed is not None else (None,):
+        monkeypatch.setattr(fast, "_aho", matcher)
+        result = CliRunner().invoke(cli, ["scan", str(log)])
+        assert result.exit_code == 0, result.output
+        said = "borrowguard[scan]" in result.output and "read 40 lines" in result.output
+        assert said is (matcher is None), result.output
+    monkeypatch.setattr(fast, "SLOW_LINES", 41)
+    monkeypatch.setattr(fast, "_aho", None)
+    assert "borrowguard[scan]" not in CliRunner().invoke(cli, ["scan", str(log)]).output
+
+
 @pytest.mark.slow
 def test_user_mistakes_are_messages_not_tracebacks(tmp_path: Path) -> None:
     for args in (

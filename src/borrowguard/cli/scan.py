@@ -18,7 +18,7 @@ from borrowguard.cli._common import console, writing_output
 from borrowguard.errors import UserInputError
 from borrowguard.exit_codes import ExitCode
 from borrowguard.knowledge import CONFIDENCES, Confidence, load
-from borrowguard.scan import Hit, LogFinding, Scanner, ScanResult, expand, scan_inputs
+from borrowguard.scan import Hit, LogFinding, Scanner, ScanResult, expand, fast, scan_inputs
 from borrowguard.scan.chain import summary
 from borrowguard.scan.inputs.report import InputReport
 from borrowguard.scan.live import follow
@@ -85,7 +85,11 @@ def scan(
         _follow(scanner, inputs, follow_cmd, duration, from_end, None if as_json else out, floor, report)
     else:
         scan_inputs(inputs, scanner, report)
-    result = report.apply(scanner.result(floor))
+    result = scanner.result(floor)
+    slow = fast.speed_note(result.lines)
+    if slow is not None:
+        report.note(slow)
+    result = report.apply(result)
     _print_result(result, as_json, out)
     click.get_current_context().exit(result.exit_code)
 

@@ -3,14 +3,15 @@
 Substring search over a block of megabytes runs at memory speed; running regexes over every line does not.
 So the scanner only parses lines that contain one of the signatures' anchors (see knowledge.signatures).
 The stdlib has no multi-pattern search, so that is one pass per anchor; with the optional ahocorasick-rs
-package (`pip install 'borrowguard[scan]'`) it is one Aho-Corasick pass for all of them, about twice as
-fast. The lines found are the same either way.
+package (`pip install 'borrowguard[scan]'`) it is one Aho-Corasick pass for all of them. With the knowledge
+base's ~1,500 anchors that is some fifty times faster (bench/scan.py with and without --no-accel: 0.62x and
+0.01x grep's rate on the same 53 MB log). The lines found are the same either way.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import BinaryIO
 
@@ -26,6 +27,18 @@ except ImportError:  # optional: `pip install 'borrowguard[scan]'`
 def accelerated() -> bool:
     """Whether the anchors can be searched in one Aho-Corasick pass (ahocorasick-rs is installed)."""
     return _aho is not None
+
+
+SLOW_LINES = 100_000
+"""Lines past which a scan without ahocorasick-rs says how to make it faster (about 15 s of reading)."""
+
+
+def speed_note(lines: int) -> str | None:
+    """What to tell someone who just read `lines` lines one anchor at a time; None when nothing."""
+    if accelerated() or lines < SLOW_LINES:
+        return None
+    return (f"read {lines:,} lines one anchor at a time: pip install 'borrowguard[scan]' adds a multi-pattern "
+            "matcher that reads big logs about fifty times faster (the same findings)")
 
 
 BLOCK = 4 << 20
@@ -88,6 +101,35 @@ class AnchorSearch:
                 if nl == -1:
                     break
                 i = find(anchor, nl + 1)
+
+
+class AnchorSets:
+    """Which of several anchor sets a line contains any anchor of: the signatures worth trying on a candidate
+    line, in their order. Trying each signature's anchors in turn costs a substring search per anchor and
+    line (thousands); one overlapping Aho-Corasick pass over the line finds every anchor it holds at once."""
+
+    def __init__(self, sets: Sequence[Sequence[str]], *, accelerate: bool = True) -> None:
+        self.sets = tuple(tuple(s) for s in sets)
+        owners: dict[str, list[int]] = {}
+        for i, anchors in enumerate(self.sets):
+            for anchor in dict.fromkeys(anchors):
+                owners.setdefault(anchor, []).append(i)
+        self._owners = tuple(tuple(v) for v in owners.values())
+        self._automaton = (
+            # standard matching, overlapping: every anchor a line holds, also one inside another
+            _aho.AhoCorasick(list(owners), matchkind=_aho.MATCHKIND_STANDARD)  # type: ignore[union-attr]
+            if accelerate and _aho is not None and owners
+            else None
+        )
+
+    def holding(self, line: str) -> list[int]:
+        """The indices of the sets with an anchor in `line`, ascending."""
+        if self._automaton is None:
+            return [i for i, anchors in enumerate(self.sets) if any(a in line for a in anchors)]
+        found: set[int] = set()
+        for pattern in {p for p, _, _ in self._automaton.find_matches_as_indexes(line, overlapping=True)}:
+            found.update(self._owners[pattern])
+        return sorted(found)
 
 
 def analyse(block: bytes, anchors: AnchorSearch, probes: tuple[re.Pattern[bytes], ...]) -> BlockScan:

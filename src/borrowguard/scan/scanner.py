@@ -67,6 +67,8 @@ class _Tables:
     probes: tuple[str, ...]
     probe_bytes: tuple[re.Pattern[bytes], ...]
     message_signatures: tuple[Signature, ...]
+    message_anchors: fast.AnchorSets
+    """The message signatures' anchors: which of them a line can match."""
     frame_signatures: tuple[int, ...]
     stall_signatures: tuple[int, ...]
     mentioned_in_changes: frozenset[str]
@@ -101,6 +103,7 @@ def _tables(kb: KnowledgeBase, accelerate: bool) -> _Tables:
             minimal_anchors(a.encode() for a in (*extra, *declared("find_anchors"))), accelerate=False
         )
         probes = tuple(dict.fromkeys(p for s in signatures for p in s.probes))
+    message_signatures = tuple(s for s in signatures if s.message)
     return _Tables(
         signatures=signatures,
         context_signatures=context_signatures,
@@ -108,7 +111,8 @@ def _tables(kb: KnowledgeBase, accelerate: bool) -> _Tables:
         anchors=tuple(a.decode() for a in search.anchors),
         probes=probes,
         probe_bytes=tuple(re.compile(p.encode()) for p in probes),
-        message_signatures=tuple(s for s in signatures if s.message),
+        message_signatures=message_signatures,
+        message_anchors=fast.AnchorSets([s.anchors for s in message_signatures], accelerate=accelerate),
         frame_signatures=tuple(i for i, s in enumerate(signatures) if s.frames),
         stall_signatures=tuple(i for i, s in enumerate(signatures) if s.stall),
         mentioned_in_changes=(
@@ -135,6 +139,7 @@ class Scanner(BulkReading):
         self.probes: tuple[str, ...] = tables.probes
         self._probe_bytes = tables.probe_bytes
         self._message_sigs = tables.message_signatures
+        self._message_anchors = tables.message_anchors
         self._frame_sigs = tables.frame_signatures
         self._stall_sigs = tables.stall_signatures
         self._mentioned = tables.mentioned_in_changes
@@ -345,9 +350,8 @@ class Scanner(BulkReading):
         message = line.message
         hits: list[Hit] = []
         waiting: set[str] = set()
-        for sig in self._message_sigs:
-            if not any(a in message for a in sig.anchors):
-                continue
+        for i in self._message_anchors.holding(message):
+            sig = self._message_sigs[i]
             for pattern in sig.message:
                 m = pattern.search(message)
                 if m is not None:
