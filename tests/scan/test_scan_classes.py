@@ -1309,6 +1309,28 @@ HEALTHY_AFTER_REAL_WORLD_41 = [
     "Running on GPU will lead you to an OOM error with long documents",     # what would follow
 ]
 
+LEARNED_FROM_REAL_WORLD_42 = {
+    "engine-dead": [
+        "[2026-01-02 10:00:00] SIGQUIT received. signum=None, frame=None. It usually means one child failed.",
+        "vLLM Process dying after a few hundred requests on T4",
+    ],
+    "cuda-oom": ['the call to `hipMalloc` failed with an "out of memory" error on device 1'],
+    "nccl-failure": ["RuntimeError: Timed out while initializing the NCCL communicator on rank 3"],
+    "http-error-status": [
+        "http_req_duration,1700000000,812.5,,,,false,,POST,http://10.0.0.2:8000/v1/embeddings,HTTP/1.1,ramping_vus,,502,,,"
+        "http://10.0.0.2:8000/v1/embeddings,,",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_42 = [
+    # a change's title, its closing keyword, then the prose of what it handles
+    "fix(router): retry when the backend restarts\nCloses #1201.\nThe worker crashes on long prompts and the pod keeps restarting.",
+    "Adds a `ReplicaFailed` condition for serving pods stuck in `CrashLoopBackOff`",   # a change about itself
+    "Return HTTP 429 when the queue is full, not 500",                                  # a design's imperative
+    "To test it, the engine is killed with `kill -9 <pid>` mid-request",               # a kill someone ran
+    "If a pod is OOMKilled, its status shows the reason",                              # a rule for any pod
+    "http_req_duration,1700000000,12.5,,,,true,,POST,http://10.0.0.2:8000/v1/embeddings,HTTP/1.1,ramping_vus,,200,,,",
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1359,6 +1381,7 @@ ROUNDS = {
     "learned from real-world-39": (LEARNED_FROM_REAL_WORLD_39, HEALTHY_AFTER_REAL_WORLD_39),
     "learned from real-world-40": (LEARNED_FROM_REAL_WORLD_40, HEALTHY_AFTER_REAL_WORLD_40),
     "learned from real-world-41": (LEARNED_FROM_REAL_WORLD_41, HEALTHY_AFTER_REAL_WORLD_41),
+    "learned from real-world-42": (LEARNED_FROM_REAL_WORLD_42, HEALTHY_AFTER_REAL_WORLD_42),
 }
 
 
