@@ -1331,6 +1331,25 @@ HEALTHY_AFTER_REAL_WORLD_42 = [
     "http_req_duration,1700000000,12.5,,,,true,,POST,http://10.0.0.2:8000/v1/embeddings,HTTP/1.1,ramping_vus,,200,,,",
 ]
 
+LEARNED_FROM_REAL_WORLD_43 = {
+    "engine-dead": ["the embedding container starts fine but it's crashing under load with no log line"],
+    "cuda-oom": [
+        "F tensorflow/core/kernels/random_op.cc:120] Non-OK-status: GpuLaunchKernel(Fill, 8, 256, 0, d.stream()) "
+        "status: INTERNAL: out of memory",
+    ],
+    "http-error-status": [
+        "Calls to /v1/score are rejected with '404 route not found' by the proxy",
+        '"415 internal server error" when the UI calls the rerank microservice',
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_43 = [
+    "return 429 for a batch request if the queue is full",                 # a feature request's rule
+    "- return 503 from `/embed` and `/rerank` until the models are loaded",  # a design's step
+    "If the queue is full return error 503, not 500",                       # an instruction after a condition
+    "the traceback would look something like:\nRuntimeError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error",
+    "Training the model for 3 epochs until the pod is OOMKilled",           # a training job, not a server
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1382,6 +1401,7 @@ ROUNDS = {
     "learned from real-world-40": (LEARNED_FROM_REAL_WORLD_40, HEALTHY_AFTER_REAL_WORLD_40),
     "learned from real-world-41": (LEARNED_FROM_REAL_WORLD_41, HEALTHY_AFTER_REAL_WORLD_41),
     "learned from real-world-42": (LEARNED_FROM_REAL_WORLD_42, HEALTHY_AFTER_REAL_WORLD_42),
+    "learned from real-world-43": (LEARNED_FROM_REAL_WORLD_43, HEALTHY_AFTER_REAL_WORLD_43),
 }
 
 
