@@ -1350,6 +1350,16 @@ HEALTHY_AFTER_REAL_WORLD_43 = [
     "Training the model for 3 epochs until the pod is OOMKilled",           # a training job, not a server
 ]
 
+LEARNED_FROM_REAL_WORLD_44 = {
+    "engine-dead": ["GPU memory grows with every image until an OOM crash happens"],
+    "cuda-oom": ["oneCCL: ze_call.cpp:28 do_call: EXCEPTION: ze error at zeMemAllocDevice, code: ZE_RESULT_ERROR_OUT_OF_DEVICE_MEMORY"],
+}
+HEALTHY_AFTER_REAL_WORLD_44 = [
+    "Fix #812\nThe scheduler can crash the engine when the cache is evicted under load.",   # a change's closing keyword
+    "Raise the proxy timeouts to prevent spurious `502 Bad Gateway` answers",            # what a change prevents
+    "Increase the NCCL default timeout to 2 hours for large checkpoints",               # a setting
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1402,6 +1412,7 @@ ROUNDS = {
     "learned from real-world-41": (LEARNED_FROM_REAL_WORLD_41, HEALTHY_AFTER_REAL_WORLD_41),
     "learned from real-world-42": (LEARNED_FROM_REAL_WORLD_42, HEALTHY_AFTER_REAL_WORLD_42),
     "learned from real-world-43": (LEARNED_FROM_REAL_WORLD_43, HEALTHY_AFTER_REAL_WORLD_43),
+    "learned from real-world-44": (LEARNED_FROM_REAL_WORLD_44, HEALTHY_AFTER_REAL_WORLD_44),
 }
 
 
