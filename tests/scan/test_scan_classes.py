@@ -1360,6 +1360,21 @@ HEALTHY_AFTER_REAL_WORLD_44 = [
     "Increase the NCCL default timeout to 2 hours for large checkpoints",               # a setting
 ]
 
+LEARNED_FROM_REAL_WORLD_45 = {
+    "engine-dead": [
+        "Any request with two images causes a crash of the SGLang scheduler",
+        "TGI Keeps Crashing on the second shard",
+    ],
+    "cuda-oom": ["SGLang OOMing on long prompts at batch 8"],
+}
+HEALTHY_AFTER_REAL_WORLD_45 = [
+    "The gateway has to send a 429 response with Retry-After",                  # what a design has to answer
+    "- Reply `502 Bad Gateway` instead of `500` when the upstream refuses",     # a status chosen instead of another
+    "3 Workers killed due to memory pressure (OOM), 0 Workers crashed due to other reasons",  # a count of none
+    "Task was killed due to the node running low on memory.",                   # Ray's kill of a batch task
+    "a longer prompt could lead to a crash, so we cap it",                      # what could
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1413,6 +1428,7 @@ ROUNDS = {
     "learned from real-world-42": (LEARNED_FROM_REAL_WORLD_42, HEALTHY_AFTER_REAL_WORLD_42),
     "learned from real-world-43": (LEARNED_FROM_REAL_WORLD_43, HEALTHY_AFTER_REAL_WORLD_43),
     "learned from real-world-44": (LEARNED_FROM_REAL_WORLD_44, HEALTHY_AFTER_REAL_WORLD_44),
+    "learned from real-world-45": (LEARNED_FROM_REAL_WORLD_45, HEALTHY_AFTER_REAL_WORLD_45),
 }
 
 
