@@ -1375,6 +1375,27 @@ HEALTHY_AFTER_REAL_WORLD_45 = [
     "a longer prompt could lead to a crash, so we cap it",                      # what could
 ]
 
+LEARNED_FROM_REAL_WORLD_46 = {
+    "engine-dead": [
+        "启动 vllm serve 后发送请求，终端显示“killed”然后退出",
+        "多卡推理时报错core dumped",
+    ],
+    "nccl-failure": [
+        "1: Waiting in store based barrier to initialize process group for rank: 5, key: store_based_barrier_key:1 "
+        "(world_size=16, worker_count=9, timeout=0:30:00)",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_46 = [
+    "Feature: allow users to configure the NCCL timeout per job",              # a setting
+    "Known multi-node problems: NCCL timeouts, stale caches, port clashes",     # one kind in a list
+    "Closes issue #88: the worker crashes when the queue overflows",            # a change's closing keyword
+    'PyTorch training in Docker on a T4 gets "Killed"',                         # a training job
+    'Crashed = "Crashed"',                                                      # a state machine's state
+    "Could this be a CUDA OOM?",                                                # a guess
+    "1: Waiting in store based barrier to initialize process group for rank: 5\n"
+    "1: Rank 5: Completed store-based barrier for key:store_based_barrier_key:1 with 16 nodes.",
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1429,6 +1450,7 @@ ROUNDS = {
     "learned from real-world-43": (LEARNED_FROM_REAL_WORLD_43, HEALTHY_AFTER_REAL_WORLD_43),
     "learned from real-world-44": (LEARNED_FROM_REAL_WORLD_44, HEALTHY_AFTER_REAL_WORLD_44),
     "learned from real-world-45": (LEARNED_FROM_REAL_WORLD_45, HEALTHY_AFTER_REAL_WORLD_45),
+    "learned from real-world-46": (LEARNED_FROM_REAL_WORLD_46, HEALTHY_AFTER_REAL_WORLD_46),
 }
 
 
