@@ -193,4 +193,8 @@ COLLECTED = (
         "held-out-44", "real-world-46", as_collected=(0.76, 0.89), now=(0.92, 0.97),
         still_false=("serve3342", "slint10112"),
     ),
+    CollectedSet(
+        "held-out-45", "real-world-47", as_collected=(0.90, 0.85), now=(0.90, 0.85),
+        still_false=("chemnlp302", "inferencebenchmarker13", "torchft145"),
+    ),
 )
