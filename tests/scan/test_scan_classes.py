@@ -1396,6 +1396,24 @@ HEALTHY_AFTER_REAL_WORLD_46 = [
     "1: Rank 5: Completed store-based barrier for key:store_based_barrier_key:1 with 16 nodes.",
 ]
 
+LEARNED_FROM_REAL_WORLD_47 = {
+    "cuda-oom": [
+        "GpuIndexIVF: hipMalloc error: out of memory while reserving 2147483648 bytes",
+        "RuntimeError: HIP failed with error out of memory",
+    ],
+    "engine-dead": [
+        "  what():  CUDA runtime error: out of memory /src/engine/allocator.cc:88",
+        "Ollama pods crash every night",
+        "TGI pod died twice today",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_47 = [
+    "Set TORCH_NCCL_ASYNC_ERROR_HANDLING=1 to force NCCL to crash the job on a hang",   # what a setting makes it do
+    "Retry support for NCCL timeouts in the elastic agent",                              # a feature
+    "Without the barrier a rank might hit NCCL watchdog timeout during checkpoint load",  # what one might run into
+    "Logging of NCCL errors goes to stderr",                                              # a feature
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1451,6 +1469,7 @@ ROUNDS = {
     "learned from real-world-44": (LEARNED_FROM_REAL_WORLD_44, HEALTHY_AFTER_REAL_WORLD_44),
     "learned from real-world-45": (LEARNED_FROM_REAL_WORLD_45, HEALTHY_AFTER_REAL_WORLD_45),
     "learned from real-world-46": (LEARNED_FROM_REAL_WORLD_46, HEALTHY_AFTER_REAL_WORLD_46),
+    "learned from real-world-47": (LEARNED_FROM_REAL_WORLD_47, HEALTHY_AFTER_REAL_WORLD_47),
 }
 
 

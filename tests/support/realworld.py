@@ -83,7 +83,7 @@ COLLECTED = (
         still_false=("llm-llama-server2", "tei159"),
     ),
     CollectedSet(
-        "held-out-13", "real-world-15", as_collected=(0.93, 0.74), now=(0.97, 0.97),
+        "held-out-13", "real-world-15", as_collected=(0.93, 0.74), now=(0.97, 1.00),
         still_false=("inference2267",),
     ),
     CollectedSet(
@@ -120,7 +120,7 @@ COLLECTED = (
         still_false=("vllm53851",),
     ),
     CollectedSet(
-        "held-out-25", "real-world-27", as_collected=(0.93, 0.74), now=(0.95, 0.92),
+        "held-out-25", "real-world-27", as_collected=(0.93, 0.74), now=(0.95, 0.95),
         still_false=("dynamo1655", "gpustack3189"),
     ),
     CollectedSet(
@@ -194,7 +194,7 @@ COLLECTED = (
         still_false=("serve3342", "slint10112"),
     ),
     CollectedSet(
-        "held-out-45", "real-world-47", as_collected=(0.90, 0.85), now=(0.90, 0.85),
-        still_false=("chemnlp302", "inferencebenchmarker13", "torchft145"),
+        "held-out-45", "real-world-47", as_collected=(0.90, 0.85), now=(0.97, 0.94),
+        still_false=("inferencebenchmarker13",),
     ),
 )
