@@ -197,4 +197,11 @@ COLLECTED = (
         "held-out-45", "real-world-47", as_collected=(0.90, 0.85), now=(0.97, 0.94),
         still_false=("inferencebenchmarker13",),
     ),
+    CollectedSet(
+        "held-out-46", "real-world-48", as_collected=(0.79, 0.86), now=(0.79, 0.86),
+        still_false=(
+            "gimlet649", "gpuoperator331", "haystack1343", "kserve5063", "memorylancedbpro786", "qiskit14544", "torcheasyrec262",
+            "vllm41250",
+        ),
+    ),
 )
