@@ -1414,6 +1414,29 @@ HEALTHY_AFTER_REAL_WORLD_47 = [
     "Logging of NCCL errors goes to stderr",                                              # a feature
 ]
 
+LEARNED_FROM_REAL_WORLD_48 = {
+    "cuda-oom": [
+        "ERROR [core.py:708] ValueError: No available memory for the cache blocks. Try increasing `gpu_memory_utilization`",
+    ],
+    "engine-dead": [
+        "sglang fails to start after upgrading to 0.4",
+        "Unable to start Ollama on Windows 11",
+        "immediate crash on failed assert at the first prompt",
+        "Communication error with deployment encoder at address(es) {'10.0.0.3:5000'}. Head or worker(s) may be down.",
+    ],
+    "pyo3-borrow-elsewhere": [
+        'File "/usr/lib/python3/site-packages/qiskit/dagcircuit/dagcircuit.py", line 10, in apply_operation_back\n'
+        "RuntimeError: Already mutably borrowed",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_48 = [
+    "Add NCCL timeout to the launcher config",                                     # a setting one adds
+    "[bugfix]nccl hang in the checkpoint loader",                                   # a change's title
+    "The handler sends a JSON body with status 429 and a Retry-After header",       # an answer's shape in a design
+    '+        f"Worker entered crash loop after {n} restarts"',                     # a diff adding the message
+    "If the server crashes on a failed assertion we lose the batch",                # what would happen
+]
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
@@ -1470,6 +1493,7 @@ ROUNDS = {
     "learned from real-world-45": (LEARNED_FROM_REAL_WORLD_45, HEALTHY_AFTER_REAL_WORLD_45),
     "learned from real-world-46": (LEARNED_FROM_REAL_WORLD_46, HEALTHY_AFTER_REAL_WORLD_46),
     "learned from real-world-47": (LEARNED_FROM_REAL_WORLD_47, HEALTHY_AFTER_REAL_WORLD_47),
+    "learned from real-world-48": (LEARNED_FROM_REAL_WORLD_48, HEALTHY_AFTER_REAL_WORLD_48),
 }
 
 
