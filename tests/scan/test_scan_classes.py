@@ -1437,6 +1437,11 @@ HEALTHY_AFTER_REAL_WORLD_48 = [
     "If the server crashes on a failed assertion we lose the batch",                # what would happen
 ]
 
+def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
+    line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
+    assert scan(line) == {"tokenizer-already-borrowed": "high"}
+
+
 def test_an_object_of_a_package_that_holds_the_tokenizer_is_the_tokenizers() -> None:
     assert scan("sharing one `vllm.LLM` between request threads raises `RuntimeError: Already borrowed`") == {
         "tokenizer-already-borrowed": "high"
