@@ -201,4 +201,8 @@ COLLECTED = (
         "held-out-46", "real-world-48", as_collected=(0.79, 0.86), now=(0.88, 1.00),
         still_false=("gimlet649", "gpuoperator331", "haystack1343", "kserve5063", "memorylancedbpro786"),
     ),
+    CollectedSet(
+        "held-out-47", "real-world-49", as_collected=(0.90, 0.72), now=(0.90, 0.72),
+        still_false=("dora748", "instructlabtraining507", "milvus18707"),
+    ),
 )
