@@ -1437,6 +1437,29 @@ HEALTHY_AFTER_REAL_WORLD_48 = [
     "If the server crashes on a failed assertion we lose the batch",                # what would happen
 ]
 
+LEARNED_FROM_REAL_WORLD_49 = {
+    "engine-dead": [
+        "模型会经常重启，日志里没有报错",
+        "uvicorn kept rebooting workers after the second model was added",
+        "the inference pod is stuck restarting after the upgrade",
+        "Signal 6 received after the warm-up finished",
+        "tritonserver dumped with signal 6 during the stress test",
+    ],
+    "nccl-failure": [
+        "[rank1]:[E101 10:00:00.000 ProcessGroupHCCL.cpp:1500] [Rank 1] HCCL watchdog thread terminated with exception: timeout",
+        "on node 2 the last log line was NCCL version 2.21.5+cuda12.4 and nothing after it",
+    ],
+    "cuda-oom": ["Mixtral 4.0 bpw OOM, so I went back", "the 34B OOM, the 13B works fine"],
+    "pyo3-borrow-elsewhere": ["I think dora-rs does not like the node object shared between threads: RuntimeError: Already borrowed"],
+}
+HEALTHY_AFTER_REAL_WORLD_49 = [
+    "extend nccl timeout for checkpoint saving in CI",          # a setting
+    "支持模型自动重启",                                          # a feature: supports restarting the model
+    "If the pod is stuck restarting, check its liveness probe",  # what to do if
+    "Signal 15 received, shutting down gracefully",             # SIGTERM: a stop, not a crash
+]
+
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1499,6 +1522,7 @@ ROUNDS = {
     "learned from real-world-46": (LEARNED_FROM_REAL_WORLD_46, HEALTHY_AFTER_REAL_WORLD_46),
     "learned from real-world-47": (LEARNED_FROM_REAL_WORLD_47, HEALTHY_AFTER_REAL_WORLD_47),
     "learned from real-world-48": (LEARNED_FROM_REAL_WORLD_48, HEALTHY_AFTER_REAL_WORLD_48),
+    "learned from real-world-49": (LEARNED_FROM_REAL_WORLD_49, HEALTHY_AFTER_REAL_WORLD_49),
 }
 
 
