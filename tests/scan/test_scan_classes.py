@@ -1460,6 +1460,26 @@ HEALTHY_AFTER_REAL_WORLD_49 = [
 ]
 
 
+LEARNED_FROM_REAL_WORLD_50 = {
+    "http-error-status": [
+        "Error: embedding request failed for chunk 12: Failed to create embeddings: 429 Rate limit reached for requests",
+        "frequent 503 Server errors since the upgrade",
+    ],
+    "cuda-oom": [
+        "两台机器还是爆OOM",
+        "running into memory problems on the GPU after a few hundred batches",
+    ],
+    "engine-dead": ["$ ./llama-server -m model.gguf\nIllegal instruction"],
+}
+HEALTHY_AFTER_REAL_WORLD_50 = [
+    "gpu-operator-5d9f7c8b4-x2x9z   0/1   CrashLoopBackOff   4 (1m ago)   10m",  # the cluster's machinery
+    "nvidia-device-plugin-daemonset-abcde   0/1   OOMKilled   2   5m",         # ... and its daemons
+    "Double the timeout of NCCL operations for the 70B run",                  # a setting
+    "log the upstream message instead of a generic 500 Internal Server Error", # a change's account
+    "Completions: 500 requests in 42 s",                                      # a count
+]
+
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1523,6 +1543,7 @@ ROUNDS = {
     "learned from real-world-47": (LEARNED_FROM_REAL_WORLD_47, HEALTHY_AFTER_REAL_WORLD_47),
     "learned from real-world-48": (LEARNED_FROM_REAL_WORLD_48, HEALTHY_AFTER_REAL_WORLD_48),
     "learned from real-world-49": (LEARNED_FROM_REAL_WORLD_49, HEALTHY_AFTER_REAL_WORLD_49),
+    "learned from real-world-50": (LEARNED_FROM_REAL_WORLD_50, HEALTHY_AFTER_REAL_WORLD_50),
 }
 
 
