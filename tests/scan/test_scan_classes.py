@@ -1480,6 +1480,26 @@ HEALTHY_AFTER_REAL_WORLD_50 = [
 ]
 
 
+LEARNED_FROM_REAL_WORLD_51 = {
+    "http-error-status": [
+        "rate_limit_exceeded: too many embedding requests",
+        "Requests to the ChatCompletions_Create Operation have exceeded token rate limit of your current tier",
+    ],
+    "cuda-oom": ["Error: command buffer exited with error status. kIOGPUCommandBufferCallbackErrorOutOfMemory"],
+    "engine-dead": [
+        "the embedding server restarts with 137 exit code every few hours",
+        "the process crashes when the prompt has an emoji",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_51 = [
+    "Exceeding the quota will result in HTTP 429 responses until the window resets",  # what documentation says
+    "My proposal is to make the server return 500 when the backend is faulty",          # a proposal
+    "using MY_TIMEOUT_SEC to make NCCL timeout configurable",                          # a setting
+    "Back off before you hit the rate limit",                                          # advice
+    "If the process crashes, the supervisor restarts it",                               # what would happen
+]
+
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1544,6 +1564,7 @@ ROUNDS = {
     "learned from real-world-48": (LEARNED_FROM_REAL_WORLD_48, HEALTHY_AFTER_REAL_WORLD_48),
     "learned from real-world-49": (LEARNED_FROM_REAL_WORLD_49, HEALTHY_AFTER_REAL_WORLD_49),
     "learned from real-world-50": (LEARNED_FROM_REAL_WORLD_50, HEALTHY_AFTER_REAL_WORLD_50),
+    "learned from real-world-51": (LEARNED_FROM_REAL_WORLD_51, HEALTHY_AFTER_REAL_WORLD_51),
 }
 
 
