@@ -212,4 +212,8 @@ COLLECTED = (
         "held-out-49", "real-world-51", as_collected=(0.79, 0.83), now=(0.87, 0.94),
         still_false=("gpustack2820", "kuberay4287", "llamacpp9271", "msswift6301"),
     ),
+    CollectedSet(
+        "held-out-50", "real-world-52", as_collected=(0.86, 0.81), now=(0.86, 0.81),
+        still_false=("odhmanifests704", "omlx785", "ttinferenceserver5034", "vllm13267"),
+    ),
 )
