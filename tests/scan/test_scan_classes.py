@@ -1500,6 +1500,28 @@ HEALTHY_AFTER_REAL_WORLD_51 = [
 ]
 
 
+LEARNED_FROM_REAL_WORLD_52 = {
+    "nccl-failure": [
+        "INTERNAL: NCCL operation ncclAllReduce(send_buffer, recv_buffer, count, dtype, op, comm, stream) failed: internal error",
+        "rccl always hangs at init on the second node",
+    ],
+    "engine-dead": [
+        "Fatal error: 'si_signo 6, si_code: -6, si_errno: 0'",
+        "pods were restarting every few minutes after the upgrade",
+        "长文本输入时服务就中断了",
+        "Engine loop is not running. Inspect the stacktrace to find the original error",
+        "the watchdog timeout causes the service to stop",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_52 = [
+    "kserve-controller-manager-5c7d9 0/2 OOMKilled 3 10m",                           # a controller's pod
+    "[Feature]: Support immediate 503 response when the queue is full",               # a feature
+    "- When the queue is full, immediately return HTTP 429 Too Many Requests.",       # a design's rule
+    "make sure the server does not crash due to CUDA out of memory",                  # what one wants
+    "If rccl hangs at init, set NCCL_DEBUG=INFO",                                     # what to do if
+]
+
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1565,6 +1587,7 @@ ROUNDS = {
     "learned from real-world-49": (LEARNED_FROM_REAL_WORLD_49, HEALTHY_AFTER_REAL_WORLD_49),
     "learned from real-world-50": (LEARNED_FROM_REAL_WORLD_50, HEALTHY_AFTER_REAL_WORLD_50),
     "learned from real-world-51": (LEARNED_FROM_REAL_WORLD_51, HEALTHY_AFTER_REAL_WORLD_51),
+    "learned from real-world-52": (LEARNED_FROM_REAL_WORLD_52, HEALTHY_AFTER_REAL_WORLD_52),
 }
 
 
