@@ -1521,6 +1521,30 @@ HEALTHY_AFTER_REAL_WORLD_52 = [
     "If rccl hangs at init, set NCCL_DEBUG=INFO",                                     # what to do if
 ]
 
+LEARNED_FROM_REAL_WORLD_53 = {
+    "engine-dead": [
+        "CRITICAL 01-02 10:00:00 [core_client.py:412] Got fatal signal from worker processes, shutting down.",
+        "the model server then enters a restart loop until the probe is removed",
+        "memory climbs for hours and eventually the container will restart",
+        "as soon as we send batches we get a crash of the server",
+        "The crash happens when the second client connects",
+    ],
+    "cuda-oom": [
+        "MPS backend out of memory (MPS allocated: 9.00 GB, other allocations: 1.20 GB, max allowed: 18.13 GB).",
+        "bge-m3模型推理时OOM了",
+        "批量请求太大就会导致oom",
+    ],
+    "nccl-failure": ["[Bug]: Server Launch Freezes At Using NCCL With TP=4"],
+}
+HEALTHY_AFTER_REAL_WORLD_53 = [
+    "The operator controller often gets OOMKilled while reconciling 200 resources",        # the cluster's machinery
+    "handled types: (ServiceUnavailableError, BadGatewayError, RateLimitError)",         # a list of classes
+    "the pod's memory limit is 4Gi and we keep getting OOM errors on CPU",                # the host's memory
+    "raise PyTorch's default 600s NCCL timeout for slow model downloads",                  # a setting
+    "请问如何设置并发数来防止OOM？",                                                        # a question how to prevent it
+    "it is a restart loop waiting to happen",                                              # what may happen
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -1588,6 +1612,7 @@ ROUNDS = {
     "learned from real-world-50": (LEARNED_FROM_REAL_WORLD_50, HEALTHY_AFTER_REAL_WORLD_50),
     "learned from real-world-51": (LEARNED_FROM_REAL_WORLD_51, HEALTHY_AFTER_REAL_WORLD_51),
     "learned from real-world-52": (LEARNED_FROM_REAL_WORLD_52, HEALTHY_AFTER_REAL_WORLD_52),
+    "learned from real-world-53": (LEARNED_FROM_REAL_WORLD_53, HEALTHY_AFTER_REAL_WORLD_53),
 }
 
 

@@ -216,7 +216,6 @@ COLLECTED = (
         "held-out-50", "real-world-52", as_collected=(0.86, 0.81), now=(0.95, 1.00), still_false=("ttinferenceserver5034",),
     ),
     CollectedSet(
-        "held-out-51", "real-world-53", as_collected=(0.81, 0.74), now=(0.81, 0.74),
-        still_false=("kserve681", "litellmdocs644", "spacy9419", "turbohtml152", "vllm36047"),
+        "held-out-51", "real-world-53", as_collected=(0.81, 0.74), now=(0.94, 0.97), still_false=("turbohtml152",),
     ),
 )
