@@ -218,4 +218,8 @@ COLLECTED = (
     CollectedSet(
         "held-out-51", "real-world-53", as_collected=(0.81, 0.74), now=(0.94, 0.97), still_false=("turbohtml152",),
     ),
+    CollectedSet(
+        "held-out-52", "real-world-54", as_collected=(0.88, 0.83), now=(0.88, 0.83),
+        still_false=("nixl2123", "pytorchserve2338", "pytorchserve2764", "vllm9738"),
+    ),
 )
