@@ -1545,6 +1545,19 @@ HEALTHY_AFTER_REAL_WORLD_53 = [
     "it is a restart loop waiting to happen",                                              # what may happen
 ]
 
+LEARNED_FROM_REAL_WORLD_54 = {
+    "engine-dead": [
+        "goroutine 17 gp=0xc000503a40 m=5 mp=0xc000100008 [syscall]:",
+        "[TM][FATAL] models/llama/LlamaBatch.cc(911): Check failed: (state.size()) == 0",
+        "after the upgrade the embedder is stuck in an endless crash loop",
+    ],
+    "http-error-status": ['POST /v2/models/iris/infer -> 503 {"detail":"Model iris is not ready"}'],
+}
+HEALTHY_AFTER_REAL_WORLD_54 = [
+    "the nvcc process was killed by the OOM killer while compiling the flash-attention kernels",   # a build
+    "the `cmake --build` subprocess was killed by SIGKILL while building the wheel",               # a build
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -1613,6 +1626,7 @@ ROUNDS = {
     "learned from real-world-51": (LEARNED_FROM_REAL_WORLD_51, HEALTHY_AFTER_REAL_WORLD_51),
     "learned from real-world-52": (LEARNED_FROM_REAL_WORLD_52, HEALTHY_AFTER_REAL_WORLD_52),
     "learned from real-world-53": (LEARNED_FROM_REAL_WORLD_53, HEALTHY_AFTER_REAL_WORLD_53),
+    "learned from real-world-54": (LEARNED_FROM_REAL_WORLD_54, HEALTHY_AFTER_REAL_WORLD_54),
 }
 
 
