@@ -1558,6 +1558,23 @@ HEALTHY_AFTER_REAL_WORLD_54 = [
     "the `cmake --build` subprocess was killed by SIGKILL while building the wheel",               # a build
 ]
 
+LEARNED_FROM_REAL_WORLD_55 = {
+    "cuda-oom": [
+        "cupy.cuda.memory.OutOfMemoryError: out of memory to allocate 1073741824 bytes (total 4294967296 bytes)",
+        "after a few hundred batches the GPU memory always runs out",
+    ],
+    "engine-dead": ["sglang 多机部署启动失败，日志如下"],
+}
+HEALTHY_AFTER_REAL_WORLD_55 = [
+    "this regression causes the client to crash on every retry",                  # a client's crash
+    "Catch reranker CUDA OOM errors and retry on CPU",                             # a plan
+    "If the GPU memory runs out, fall back to the CPU queue",                      # what to do if
+    "fix reranker pod crashloopbackoff on cold start",                             # a change's title
+    "Raise the value of NCCL timeout for slow nodes",                              # a setting
+    "部署bge-m3需要多大GPU显存？",                                                     # how much memory it needs
+    "模型配置错误时容易启动失败",                                                      # what may happen
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -1627,6 +1644,7 @@ ROUNDS = {
     "learned from real-world-52": (LEARNED_FROM_REAL_WORLD_52, HEALTHY_AFTER_REAL_WORLD_52),
     "learned from real-world-53": (LEARNED_FROM_REAL_WORLD_53, HEALTHY_AFTER_REAL_WORLD_53),
     "learned from real-world-54": (LEARNED_FROM_REAL_WORLD_54, HEALTHY_AFTER_REAL_WORLD_54),
+    "learned from real-world-55": (LEARNED_FROM_REAL_WORLD_55, HEALTHY_AFTER_REAL_WORLD_55),
 }
 
 
