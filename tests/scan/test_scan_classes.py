@@ -1575,6 +1575,24 @@ HEALTHY_AFTER_REAL_WORLD_55 = [
     "模型配置错误时容易启动失败",                                                      # what may happen
 ]
 
+LEARNED_FROM_REAL_WORLD_56 = {
+    "engine-dead": [
+        "the reranker is killed by SIGTERM in the middle of a request",
+        "then the process receives SIGTERM and exits without a response",
+        "sglang quits with a CUDA error after the first request",
+        "llama-server coredumps when the context is full",
+        "the gunicorn workers are constantly restarted under load",
+        "vllm服务无故退出，需要手动拉起",
+    ],
+    "nccl-failure": ["both nodes hang at 'Init torch distributed begin.' with --nnodes 2"],
+    "cuda-oom": ["there is insufficient GPU memory for the reranker at batch 64"],
+    "http-error-status": ["向量化失败:413 input is too long"],
+}
+HEALTHY_AFTER_REAL_WORLD_56 = [
+    "the image builder pod was killed while building the bento",   # a build
+    "手动杀死模型进程后，服务会重启",                                      # killed by hand
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -1645,6 +1663,7 @@ ROUNDS = {
     "learned from real-world-53": (LEARNED_FROM_REAL_WORLD_53, HEALTHY_AFTER_REAL_WORLD_53),
     "learned from real-world-54": (LEARNED_FROM_REAL_WORLD_54, HEALTHY_AFTER_REAL_WORLD_54),
     "learned from real-world-55": (LEARNED_FROM_REAL_WORLD_55, HEALTHY_AFTER_REAL_WORLD_55),
+    "learned from real-world-56": (LEARNED_FROM_REAL_WORLD_56, HEALTHY_AFTER_REAL_WORLD_56),
 }
 
 
