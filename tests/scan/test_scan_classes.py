@@ -1593,6 +1593,23 @@ HEALTHY_AFTER_REAL_WORLD_56 = [
     "手动杀死模型进程后，服务会重启",                                      # killed by hand
 ]
 
+LEARNED_FROM_REAL_WORLD_57 = {
+    "engine-dead": [
+        "[2024-09-07 10:02:11 +0000] [1] [ERROR] Worker (pid:214) was sent code 134!",
+        "the daemon panics on the second request and the socket closes",
+    ],
+    "http-error-status": ["we keep seeing random `503` errors from the embeddings endpoint"],
+}
+HEALTHY_AFTER_REAL_WORLD_57 = [
+    "If you exceed the limit, the API returns a `429 Too Many Requests` status.",          # a document's rule
+    "new requests will be rejected with an HTTP 503 (Service Unavailable) response",       # a design
+    "route on whether the upstream returns a 502 status code",                             # a choice
+    "- Map validation errors to HTTP 422 and timeouts to HTTP 504",                        # a mapping
+    "Detect errors and `CrashLoopBackOff` in the init containers",                         # a feature
+    "- Detect MLX/Metal OOM errors and free the cache",                                    # a plan
+    "unbounded queues can exhaust memory and eventually result in an OOM",                 # what may happen
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -1664,6 +1681,7 @@ ROUNDS = {
     "learned from real-world-54": (LEARNED_FROM_REAL_WORLD_54, HEALTHY_AFTER_REAL_WORLD_54),
     "learned from real-world-55": (LEARNED_FROM_REAL_WORLD_55, HEALTHY_AFTER_REAL_WORLD_55),
     "learned from real-world-56": (LEARNED_FROM_REAL_WORLD_56, HEALTHY_AFTER_REAL_WORLD_56),
+    "learned from real-world-57": (LEARNED_FROM_REAL_WORLD_57, HEALTHY_AFTER_REAL_WORLD_57),
 }
 
 
