@@ -1610,6 +1610,24 @@ HEALTHY_AFTER_REAL_WORLD_57 = [
     "unbounded queues can exhaust memory and eventually result in an OOM",                 # what may happen
 ]
 
+LEARNED_FROM_REAL_WORLD_58 = {
+    "engine-dead": [
+        "thread 'tokio-runtime-worker' panicked at backends/candle/src/lib.rs:312:18:",
+        "2025-01-02 10:00:00.123456: F tensorflow/core/framework/tensor_shape.cc:45] Check failed: NDIMS == dims()",
+        "with two models loaded the router crashes and the models unload when idle",
+    ],
+    "nccl-failure": ["on AMD the rccl deadlocked in the first all-reduce"],
+    "cuda-oom": ["the reranker runs slowly because GPU memory is used up by the LLM"],
+    "http-error-status": [
+        "Too many requests for service my-endpoint (overloaded)",
+        "the response was '502: upstream unavailable' for every rerank call",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_58 = [
+    "This prevents the router crashes seen with two models loaded",                        # what a change prevents
+    "If the server crashes, systemd restarts it",                                          # what to do if
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -1682,6 +1700,7 @@ ROUNDS = {
     "learned from real-world-55": (LEARNED_FROM_REAL_WORLD_55, HEALTHY_AFTER_REAL_WORLD_55),
     "learned from real-world-56": (LEARNED_FROM_REAL_WORLD_56, HEALTHY_AFTER_REAL_WORLD_56),
     "learned from real-world-57": (LEARNED_FROM_REAL_WORLD_57, HEALTHY_AFTER_REAL_WORLD_57),
+    "learned from real-world-58": (LEARNED_FROM_REAL_WORLD_58, HEALTHY_AFTER_REAL_WORLD_58),
 }
 
 
