@@ -1628,6 +1628,24 @@ HEALTHY_AFTER_REAL_WORLD_58 = [
     "If the server crashes, systemd restarts it",                                          # what to do if
 ]
 
+LEARNED_FROM_REAL_WORLD_59 = {
+    "nccl-failure": [
+        "NET/IBP:Got completion from peer 7.0.0.1<1234> with status=12 opcode=0 len=0 vendor err 129 (Send)",
+        "ProcessGroupNCCL.cpp:514, unhandled system error",
+    ],
+    "engine-dead": [
+        "Your container application crashed. Please check the logs for your container instance",
+        "[2026-01-02 10:00:00] Rank 0 scheduler died (exit code: -9)",
+        "when two requests overlap the service crashes and nothing is logged",
+        "Rerank Server Crashing Under Load",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_59 = [
+    "slurmstepd: error: Detected 1 oom_kill event in StepId=42.0. Some of the step tasks have been OOM Killed.",   # a batch job
+    "I think this usually means you're running out of GPU memory",                                              # a guess
+    "Handle Server Crashes gracefully in the proxy",                                                            # a feature
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -1701,6 +1719,7 @@ ROUNDS = {
     "learned from real-world-56": (LEARNED_FROM_REAL_WORLD_56, HEALTHY_AFTER_REAL_WORLD_56),
     "learned from real-world-57": (LEARNED_FROM_REAL_WORLD_57, HEALTHY_AFTER_REAL_WORLD_57),
     "learned from real-world-58": (LEARNED_FROM_REAL_WORLD_58, HEALTHY_AFTER_REAL_WORLD_58),
+    "learned from real-world-59": (LEARNED_FROM_REAL_WORLD_59, HEALTHY_AFTER_REAL_WORLD_59),
 }
 
 
