@@ -1647,6 +1647,24 @@ HEALTHY_AFTER_REAL_WORLD_59 = [
 ]
 
 
+LEARNED_FROM_REAL_WORLD_60 = {
+    "engine-dead": [
+        "cog.server.exceptions.FatalWorkerException: Prediction failed for an unknown reason. (exitcode 1)",
+        "it would answer a few requests, then a segmentation fault (core dumped) occurred",
+        "服务运行一段时间后出现 段错误 (核心已转储)",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_60 = [
+    # TensorFlow's CPU allocator: the host's memory
+    "ResourceExhaustedError: OOM when allocating tensor with shape[8,512,768] and type float on "
+    "/job:localhost/replica:0/task:0/device:CPU:0 by allocator cpu",
+    # a change's bold template headings, then what it handles
+    "**Motivation**\nOur engine crashed twice last week, so restart it from a health check.",
+    "This is a small change that explains the Internal Server Error the API answers when predict() raises",
+    "- **Readiness** - Returns 503 during model load, 200 once it is ready",                     # a design
+    "the cleanup job lists failed pods but excludes CrashLoopBackOff pods on purpose",           # a filter
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1720,6 +1738,7 @@ ROUNDS = {
     "learned from real-world-57": (LEARNED_FROM_REAL_WORLD_57, HEALTHY_AFTER_REAL_WORLD_57),
     "learned from real-world-58": (LEARNED_FROM_REAL_WORLD_58, HEALTHY_AFTER_REAL_WORLD_58),
     "learned from real-world-59": (LEARNED_FROM_REAL_WORLD_59, HEALTHY_AFTER_REAL_WORLD_59),
+    "learned from real-world-60": (LEARNED_FROM_REAL_WORLD_60, HEALTHY_AFTER_REAL_WORLD_60),
 }
 
 
