@@ -240,4 +240,11 @@ COLLECTED = (
     CollectedSet(
         "held-out-58", "real-world-60", as_collected=(0.82, 0.89), now=(0.95, 0.95), still_false=("inferenceperf747",),
     ),
+    CollectedSet(
+        "held-out-59", "real-world-61", as_collected=(0.78, 0.76), now=(0.78, 0.76),
+        still_false=(
+            "gorag42", "kuberneteswebsite45928", "mistralrs1056", "powerframework183", "ray59924", "sglang24844",
+            "vllm11902",
+        ),
+    ),
 )
