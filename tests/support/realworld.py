@@ -244,4 +244,11 @@ COLLECTED = (
         "held-out-59", "real-world-61", as_collected=(0.78, 0.76), now=(0.92, 0.95),
         still_false=("mistralrs1056", "sglang24844", "vllm11902"),
     ),
+    CollectedSet(
+        "held-out-60", "real-world-62", as_collected=(0.80, 0.65), now=(0.80, 0.65),
+        still_false=(
+            "anythingllm584", "awshealthcarelifescienceaimlsamplenotebooks103", "lmdeploy2071", "mlxlm854", "omnia92",
+            "truxify1211",
+        ),
+    ),
 )
