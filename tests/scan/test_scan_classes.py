@@ -1665,6 +1665,29 @@ HEALTHY_AFTER_REAL_WORLD_60 = [
     "the cleanup job lists failed pods but excludes CrashLoopBackOff pods on purpose",           # a filter
 ]
 
+LEARNED_FROM_REAL_WORLD_61 = {
+    "engine-dead": [
+        "kernel: Memory cgroup out of memory: Killed process (deno)",
+        "Exception in thread Thread-3 (_background_loop):",
+        "terminate called after throwing an instance of 'c10::Error'",
+    ],
+    "cuda-oom": [
+        "I get a CUDA Error:  out of memory after the first long prompt",
+        "W0101 00:00:00.000000 1 memory.cc:135] Failed to allocate CUDA memory with byte size 1024 on GPU 0: "
+        "CNMEM_STATUS_OUT_OF_MEMORY, falling back to pinned system memory",
+        "tvm.error.InternalError: Check failed: (result) is false: Failed to allocate 4096 bytes with alignment 64 bytes",
+    ],
+    "http-error-status": [
+        '    "httpStatusCode": 503,',
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_61 = [
+    "+   A pod that keeps crashing is restarted with an exponential back-off delay.",                  # a diff
+    "the regression test uses httptest returns 503 for the second call and expects a retry",           # a test double
+    "This documentation change explains why a crashed engine leaves replicas answering 5xx errors",    # documentation
+    "_🟠 Major_ | _⚡ Quick win_\n**One bad batch crashes the whole request.**",                        # a review bot
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1739,6 +1762,7 @@ ROUNDS = {
     "learned from real-world-58": (LEARNED_FROM_REAL_WORLD_58, HEALTHY_AFTER_REAL_WORLD_58),
     "learned from real-world-59": (LEARNED_FROM_REAL_WORLD_59, HEALTHY_AFTER_REAL_WORLD_59),
     "learned from real-world-60": (LEARNED_FROM_REAL_WORLD_60, HEALTHY_AFTER_REAL_WORLD_60),
+    "learned from real-world-61": (LEARNED_FROM_REAL_WORLD_61, HEALTHY_AFTER_REAL_WORLD_61),
 }
 
 
