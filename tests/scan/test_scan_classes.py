@@ -1688,6 +1688,32 @@ HEALTHY_AFTER_REAL_WORLD_61 = [
     "_🟠 Major_ | _⚡ Quick win_\n**One bad batch crashes the whole request.**",                        # a review bot
 ]
 
+LEARNED_FROM_REAL_WORLD_62 = {
+    "engine-dead": [
+        "01-01 10:00:00.000  4242  4242 F DEBUG   : *** *** *** *** *** *** *** *** *** *** *** *** *** *** *** ***",
+        "  Warning  Evicted    12s   kubelet  The node was low on resource: ephemeral-storage.",
+        "the logs show repeated restarts of the workers while the reranker loads",
+        "[Bug]: Native crash in libtorch during batch embedding",
+        "Thread 7 received SIGTRAP in the embedder",
+    ],
+    "cuda-oom": [
+        "with a 32k context it runs out of VRAM and stops",
+        "the NER service hits GPU memory exhaustion after a few hundred requests",
+        "the KV cache GPU memory allocation failed for the draft model",
+    ],
+    "http-error-status": [
+        "ingest failed: Error code: 503",
+        "google.api_core.exceptions.FailedPrecondition: 400 Endpoint is not ready.",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_62 = [
+    "istio-ingressgateway-5d9c7b8f4-abcde   0/1   OOMKilled   3   10m",                    # the mesh's gateway
+    "Looks like an OOM error, the instance has only 8 GB of RAM",                             # a guess
+    "stream large files without memory accrual resulting in OOM on small devices",           # what a change avoids
+    "The server should catch the allocation error and return an HTTP 503 instead",           # what to do
+    "the handler checks the model files, returning 503 if any is missing",                    # a design
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1763,6 +1789,7 @@ ROUNDS = {
     "learned from real-world-59": (LEARNED_FROM_REAL_WORLD_59, HEALTHY_AFTER_REAL_WORLD_59),
     "learned from real-world-60": (LEARNED_FROM_REAL_WORLD_60, HEALTHY_AFTER_REAL_WORLD_60),
     "learned from real-world-61": (LEARNED_FROM_REAL_WORLD_61, HEALTHY_AFTER_REAL_WORLD_61),
+    "learned from real-world-62": (LEARNED_FROM_REAL_WORLD_62, HEALTHY_AFTER_REAL_WORLD_62),
 }
 
 
