@@ -1714,6 +1714,27 @@ HEALTHY_AFTER_REAL_WORLD_62 = [
     "the handler checks the model files, returning 503 if any is missing",                    # a design
 ]
 
+LEARNED_FROM_REAL_WORLD_63 = {
+    "engine-dead": [
+        "Amazon SageMaker could not get a response from the my-endpoint endpoint.",
+        "the triton container got exited after the third request",
+        "部署后服务不断重启",
+    ],
+    "cuda-oom": [
+        "vllm-rs | ERROR KVCache allocation failed: Insufficient GPU memory for KVCache allocation.",
+    ],
+    "http-error-status": [
+        "API Error from Vertex AI (503)",
+        "Exception: API call got non-200 response code (code=500, msg=oops)",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_63 = [
+    "If you encounter CUDA OOM with long prompts, lower max_num_seqs",                                # advice
+    'a smaller cache may lead to a related error "No available memory for the cache blocks"',         # what may follow
+    "**Host memory** OOM after the upgrade",                                                          # the host's
+    "Crash on startup: RefCell already borrowed (Rust panic at src/app.rs:12)",                       # plain Rust
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1790,6 +1811,7 @@ ROUNDS = {
     "learned from real-world-60": (LEARNED_FROM_REAL_WORLD_60, HEALTHY_AFTER_REAL_WORLD_60),
     "learned from real-world-61": (LEARNED_FROM_REAL_WORLD_61, HEALTHY_AFTER_REAL_WORLD_61),
     "learned from real-world-62": (LEARNED_FROM_REAL_WORLD_62, HEALTHY_AFTER_REAL_WORLD_62),
+    "learned from real-world-63": (LEARNED_FROM_REAL_WORLD_63, HEALTHY_AFTER_REAL_WORLD_63),
 }
 
 
