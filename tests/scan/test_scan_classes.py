@@ -1735,6 +1735,28 @@ HEALTHY_AFTER_REAL_WORLD_63 = [
     "Crash on startup: RefCell already borrowed (Rust panic at src/app.rs:12)",                       # plain Rust
 ]
 
+LEARNED_FROM_REAL_WORLD_64 = {
+    "engine-dead": [
+        "tabby serve exitcode: 132",
+        "the missing sidecar causes embed-svc restart loop",
+        "running the reranker causes a segmentation  violation",
+    ],
+    "cuda-oom": [
+        "OutOfMemoryError('Out of memory allocating 2,147,483,648 bytes (allocated so far: 1,024 bytes).')",
+        "CURANDError: CURAND_STATUS_ALLOCATION_FAILED",
+        "[TensorRT-LLM][ERROR] 1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of memory)",
+        "it fails because of low GPU memory",
+    ],
+    "nccl-failure": [
+        "dist.init_process_group() hangs and never returns on rank 3",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_64 = [
+    "Found pods in error state: bench-xyz/harness (CrashLoopBackOff, last terminated: OOMKilled)",   # a load generator
+    "surface container termination reasons such as OOMKilled in the report",                         # an example
+    "- map `ModelNotReady` to HTTP 503 in the router",                                               # a design
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1812,6 +1834,7 @@ ROUNDS = {
     "learned from real-world-61": (LEARNED_FROM_REAL_WORLD_61, HEALTHY_AFTER_REAL_WORLD_61),
     "learned from real-world-62": (LEARNED_FROM_REAL_WORLD_62, HEALTHY_AFTER_REAL_WORLD_62),
     "learned from real-world-63": (LEARNED_FROM_REAL_WORLD_63, HEALTHY_AFTER_REAL_WORLD_63),
+    "learned from real-world-64": (LEARNED_FROM_REAL_WORLD_64, HEALTHY_AFTER_REAL_WORLD_64),
 }
 
 
