@@ -1757,6 +1757,22 @@ HEALTHY_AFTER_REAL_WORLD_64 = [
     "- map `ModelNotReady` to HTTP 503 in the router",                                               # a design
 ]
 
+LEARNED_FROM_REAL_WORLD_65 = {
+    "engine-dead": [
+        "EventType=APPCRASH",
+        "Faulting application name: llama-server.exe, version: 0.0.0.0",
+        "The model has exited. (Exit code: 18446744072635812000)",
+        "Embedding app crashes running on upload of many files",       # "many" is no "any"
+        "Action server crashes for bert large.",                       # "Action" is no "on"
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_65 = [
+    "+// ncclRemoteError only exists in NCCL versions 2.13+",                        # source
+    "`ncclInternalError` is returned when NCCL hits an internal bug",               # what it means
+    "Adopt ncclRemoteError",                                                        # a change
+    "you can add workers until you get OOM",                                        # advice
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1835,6 +1851,7 @@ ROUNDS = {
     "learned from real-world-62": (LEARNED_FROM_REAL_WORLD_62, HEALTHY_AFTER_REAL_WORLD_62),
     "learned from real-world-63": (LEARNED_FROM_REAL_WORLD_63, HEALTHY_AFTER_REAL_WORLD_63),
     "learned from real-world-64": (LEARNED_FROM_REAL_WORLD_64, HEALTHY_AFTER_REAL_WORLD_64),
+    "learned from real-world-65": (LEARNED_FROM_REAL_WORLD_65, HEALTHY_AFTER_REAL_WORLD_65),
 }
 
 
