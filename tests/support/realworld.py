@@ -257,4 +257,8 @@ COLLECTED = (
         "held-out-63", "real-world-65", as_collected=(0.88, 0.83), now=(0.94, 0.94),
         still_false=("presidio2033", "vllm289"),
     ),
+    CollectedSet(
+        "held-out-64", "real-world-66", as_collected=(0.79, 0.79), now=(0.79, 0.79),
+        still_false=("dify39465", "idegym162", "neuralquestiongeneration2", "pytorchserve2300"),
+    ),
 )
