@@ -1773,6 +1773,26 @@ HEALTHY_AFTER_REAL_WORLD_65 = [
     "you can add workers until you get OOM",                                        # advice
 ]
 
+LEARNED_FROM_REAL_WORLD_66 = {
+    "engine-dead": [
+        "The primary container for production variant my-llm did not pass the ping health check.",
+        "调用embedding接口后服务直接Crash",
+    ],
+    "nccl-failure": [
+        "RuntimeError: [2] is setting up NCCL communicator and retreiving ncclUniqueId from [0] via c10d key-value store",
+        "多卡部署 vllm 有 nccl 超时",
+    ],
+    "cuda-oom": [
+        "llama-server keeps running out of memory under ROCm",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_66 = [
+    "Error message: panicked at core/src/display_object.rs:10:5:",                    # a browser's WebAssembly
+    "bursts may exceed the quota and result in HTTP 429 responses",                     # what may happen
+    "Builds a reason exposing `OOMKilled` / exit codes / `CrashLoopBackOff`",           # the states as a list
+    "Unknown communication backend: nccl错误",                                          # a backend's name
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1852,6 +1872,7 @@ ROUNDS = {
     "learned from real-world-63": (LEARNED_FROM_REAL_WORLD_63, HEALTHY_AFTER_REAL_WORLD_63),
     "learned from real-world-64": (LEARNED_FROM_REAL_WORLD_64, HEALTHY_AFTER_REAL_WORLD_64),
     "learned from real-world-65": (LEARNED_FROM_REAL_WORLD_65, HEALTHY_AFTER_REAL_WORLD_65),
+    "learned from real-world-66": (LEARNED_FROM_REAL_WORLD_66, HEALTHY_AFTER_REAL_WORLD_66),
 }
 
 
