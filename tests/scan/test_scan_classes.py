@@ -1793,6 +1793,22 @@ HEALTHY_AFTER_REAL_WORLD_66 = [
     "Unknown communication backend: nccl错误",                                          # a backend's name
 ]
 
+LEARNED_FROM_REAL_WORLD_67 = {
+    "http-error-status": [
+        "Failed request (502): Rerank Request Error: upstream closed",
+        "Uncaught (in promise) Error: [429 ] Resource has been exhausted.",
+        "botocore.errorfactory.ThrottlingException: An error occurred (ThrottlingException) when calling the Converse "
+        "operation",
+    ],
+    "engine-dead": [
+        "ERROR:    Exception in callback _raise_exception_on_finish(error_callback=<bound method>)",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_67 = [
+    "- Adds a readiness probe so that pods are no longer stuck at NCCL initialization",   # a change's summary
+    "    sys.exit(3)  # 3 is our code for CUDA OOM",                                       # what a code stands for
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1873,6 +1889,7 @@ ROUNDS = {
     "learned from real-world-64": (LEARNED_FROM_REAL_WORLD_64, HEALTHY_AFTER_REAL_WORLD_64),
     "learned from real-world-65": (LEARNED_FROM_REAL_WORLD_65, HEALTHY_AFTER_REAL_WORLD_65),
     "learned from real-world-66": (LEARNED_FROM_REAL_WORLD_66, HEALTHY_AFTER_REAL_WORLD_66),
+    "learned from real-world-67": (LEARNED_FROM_REAL_WORLD_67, HEALTHY_AFTER_REAL_WORLD_67),
 }
 
 
