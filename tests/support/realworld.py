@@ -247,12 +247,8 @@ COLLECTED = (
     CollectedSet(
         "held-out-60", "real-world-62", as_collected=(0.80, 0.65), now=(0.97, 0.89), still_false=("lmdeploy2071",),
     ),
-    CollectedSet(
-        "held-out-61", "real-world-63", as_collected=(0.84, 0.76), now=(0.94, 0.94),
-    ),
-    CollectedSet(
-        "held-out-62", "real-world-64", as_collected=(0.89, 0.73), now=(0.97, 0.94),
-    ),
+    CollectedSet("held-out-61", "real-world-63", as_collected=(0.84, 0.76), now=(0.94, 0.94)),
+    CollectedSet("held-out-62", "real-world-64", as_collected=(0.89, 0.73), now=(0.97, 0.94)),
     CollectedSet(
         "held-out-63", "real-world-65", as_collected=(0.88, 0.83), now=(0.94, 0.94),
         still_false=("presidio2033", "vllm289"),
