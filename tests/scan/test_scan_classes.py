@@ -1800,9 +1800,6 @@ LEARNED_FROM_REAL_WORLD_67 = {
         "botocore.errorfactory.ThrottlingException: An error occurred (ThrottlingException) when calling the Converse "
         "operation",
     ],
-    "engine-dead": [
-        "ERROR:    Exception in callback _raise_exception_on_finish(error_callback=<bound method>)",
-    ],
 }
 HEALTHY_AFTER_REAL_WORLD_67 = [
     "- Adds a readiness probe so that pods are no longer stuck at NCCL initialization",   # a change's summary
