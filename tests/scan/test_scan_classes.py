@@ -1806,6 +1806,32 @@ HEALTHY_AFTER_REAL_WORLD_67 = [
     "    sys.exit(3)  # 3 is our code for CUDA OOM",                                       # what a code stands for
 ]
 
+LEARNED_FROM_REAL_WORLD_68 = {
+    "engine-dead": [
+        "vllm-qwen-7d9f5c-abcde   1/1     Running   4 (12m ago)   3h",
+        "      exitCode: 139",
+        "[Bug] crash after enabling prefix caching on 0.9.2",
+        "Passing --verbose causes llama-server to exit immediately",
+        "embedding模型OOM后重启了三次",
+        "gunicorn keeps rebooting worker after loading the reranker",
+    ],
+    "nccl-failure": ["NCCL communicator aborted: remote process exited"],
+    "cuda-oom": ["ggml backend: cuda: out of memory while loading layer 31"],
+    "http-error-status": [
+        "An error occurred (throttlingException) when calling the ConverseStream operation: Too many tokens",
+        "the endpoint keeps returning errors (502) under load",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_68 = [
+    "| 429 | Too Many Requests | Retry after the interval in the Retry-After header. |",   # a documentation table
+    "Long generations may take longer than the ingress timeout and hit 504 Gateway Timeout.",  # what may happen
+    "+    // on SIGSEGV the server dumps its stack before it exits",                          # a diff's code comment
+    "Ray prints one of the following error messages when a worker crashed:",                 # documentation
+    "This moves the readiness check, so the first requests get 503 Service Unavailable",     # a change's description
+    "- [x] I have added a test that the server answers 503 while loading",                   # a template's ticked box
+    "gpu-feature-discovery-x2k9p   1/1   Running   2 (40m ago)   1d",                      # infrastructure's pod
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1887,6 +1913,7 @@ ROUNDS = {
     "learned from real-world-65": (LEARNED_FROM_REAL_WORLD_65, HEALTHY_AFTER_REAL_WORLD_65),
     "learned from real-world-66": (LEARNED_FROM_REAL_WORLD_66, HEALTHY_AFTER_REAL_WORLD_66),
     "learned from real-world-67": (LEARNED_FROM_REAL_WORLD_67, HEALTHY_AFTER_REAL_WORLD_67),
+    "learned from real-world-68": (LEARNED_FROM_REAL_WORLD_68, HEALTHY_AFTER_REAL_WORLD_68),
 }
 
 
