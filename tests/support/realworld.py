@@ -264,4 +264,8 @@ COLLECTED = (
         "held-out-66", "real-world-68", as_collected=(0.68, 0.68), now=(0.89, 0.97),
         still_false=("keybert111", "livesplitonedruid2", "server3257", "textgen7257"),
     ),
+    CollectedSet(
+        "held-out-67", "real-world-69", as_collected=(0.86, 0.91), now=(0.86, 0.91),
+        still_false=("chunkhound77", "olinfrastructure5162", "pytorch64241", "vllm1891"),
+    ),
 )
