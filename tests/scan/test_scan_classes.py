@@ -1832,6 +1832,19 @@ HEALTHY_AFTER_REAL_WORLD_68 = [
     "gpu-feature-discovery-x2k9p   1/1   Running   2 (40m ago)   1d",                      # infrastructure's pod
 ]
 
+LEARNED_FROM_REAL_WORLD_69 = {
+    "engine-dead": [
+        "thread '<unnamed>' panicked at /home/ci/.cargo/registry/src/index.crates.io-6f17d22bba15001f/candle-core-0.8.0/src/"
+        "cuda_backend/mod.rs:120:9:",
+        "Worker lost while embedding batch 12",
+    ],
+    "http-error-status": ["Code: 502 Undocumented | Error: Bad Gateway"],
+}
+HEALTHY_AFTER_REAL_WORLD_69 = [
+    "Fixes a crash when the reranker answers a bare list.\nAlso caps the batch size: the defaults were causing 413 errors",
+    "Error before this diff when a request timed out: HTTP 504 Gateway Timeout",   # a change naming itself
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1914,6 +1927,7 @@ ROUNDS = {
     "learned from real-world-66": (LEARNED_FROM_REAL_WORLD_66, HEALTHY_AFTER_REAL_WORLD_66),
     "learned from real-world-67": (LEARNED_FROM_REAL_WORLD_67, HEALTHY_AFTER_REAL_WORLD_67),
     "learned from real-world-68": (LEARNED_FROM_REAL_WORLD_68, HEALTHY_AFTER_REAL_WORLD_68),
+    "learned from real-world-69": (LEARNED_FROM_REAL_WORLD_69, HEALTHY_AFTER_REAL_WORLD_69),
 }
 
 
