@@ -268,4 +268,10 @@ COLLECTED = (
         "held-out-67", "real-world-69", as_collected=(0.86, 0.91), now=(0.90, 1.0),
         still_false=("olinfrastructure5162", "pytorch64241", "vllm1891"),
     ),
+    CollectedSet(
+        "held-out-68", "real-world-70", as_collected=(0.77, 0.83), now=(0.77, 0.83),
+        still_false=(
+            "cnpfluxconfig28772", "huggingfacejs2374", "opstrace1044", "ray61624", "tabbyapi203", "vllm50282", "website46288",
+        ),
+    ),
 )
