@@ -78,6 +78,12 @@ class Problem:
         return vllm_range(self.detect) if self.detect else None
 
 
+# the component a pull request's title names before its verb ("[Serve] Fix incorrect replica death detection when
+# ActorDiedError originates ...", Ray's; "[Core] ", "[Frontend] "): a word, never a number or a log level's bracket,
+# which a line with a level never reaches as prose
+_COMPONENT_TAG = re.compile(r"\[[A-Za-z][A-Za-z0-9 /._-]{0,23}\] ?")
+
+
 @dataclass(frozen=True)
 class ChangeProse:
     """How a change's own description reads (a pull request's template headings and phrases): within `reach`
@@ -95,8 +101,14 @@ class ChangeProse:
         return any(cue in text for cue in self.cues)
 
     def is_title(self, text: str) -> bool:
-        """`text` begins as a change's title does."""
-        return bool(self.titles) and text.lstrip().startswith(self.titles)
+        """`text` begins as a change's title does, after a component's tag or not ("[Serve] Fix ...")."""
+        if not self.titles:
+            return False
+        head = text.lstrip()
+        if head.startswith(self.titles):
+            return True
+        tag = _COMPONENT_TAG.match(head)
+        return tag is not None and head[tag.end() :].startswith(self.titles)
 
 
 @dataclass(frozen=True, eq=False)
