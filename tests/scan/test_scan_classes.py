@@ -1845,6 +1845,20 @@ HEALTHY_AFTER_REAL_WORLD_69 = [
     "Error before this diff when a request timed out: HTTP 504 Gateway Timeout",   # a change naming itself
 ]
 
+LEARNED_FROM_REAL_WORLD_70 = {
+    "engine-dead": [
+        "Sending an image larger than 4096px causes a core dump in the vision encoder",
+        "Each /v2 infer call is shutting down the server",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_70 = [
+    "[Frontend] Fix 500 Internal Server Error for a tool call without arguments",       # a change's title after its tag
+    "A `CrashLoopBackOff` is a state in which a container keeps failing to start",      # documentation's definition
+    "max-model-len 65536 leaves us about 300MiB from GPU OOM at 0.95 utilisation",    # how far from it
+    "the client will retry without limit on a 503 response",                           # what a client does on one
+    "(or any provider that always returns 429)",                                       # any server that would
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1928,6 +1942,7 @@ ROUNDS = {
     "learned from real-world-67": (LEARNED_FROM_REAL_WORLD_67, HEALTHY_AFTER_REAL_WORLD_67),
     "learned from real-world-68": (LEARNED_FROM_REAL_WORLD_68, HEALTHY_AFTER_REAL_WORLD_68),
     "learned from real-world-69": (LEARNED_FROM_REAL_WORLD_69, HEALTHY_AFTER_REAL_WORLD_69),
+    "learned from real-world-70": (LEARNED_FROM_REAL_WORLD_70, HEALTHY_AFTER_REAL_WORLD_70),
 }
 
 
