@@ -272,4 +272,8 @@ COLLECTED = (
         "held-out-68", "real-world-70", as_collected=(0.77, 0.83), now=(0.84, 0.89),
         still_false=("cnpfluxconfig28772", "opstrace1044", "vllm50282", "website46288"),
     ),
+    CollectedSet(
+        "held-out-69", "real-world-71", as_collected=(0.91, 0.86), now=(0.91, 0.86),
+        still_false=("backendai9806", "pytorch152959"),
+    ),
 )
