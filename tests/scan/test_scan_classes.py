@@ -1859,6 +1859,20 @@ HEALTHY_AFTER_REAL_WORLD_70 = [
     "(or any provider that always returns 429)",                                       # any server that would
 ]
 
+LEARNED_FROM_REAL_WORLD_71 = {
+    "engine-dead": [
+        "[2]    40211 floating point exception  python -m vllm.entrypoints.openai.api_server --tp 2",
+        "terminate called after throwing an instance of 'tensorrt_llm::common::TllmException'",
+        "the embeddings sidecar crashed for lack of GPU support in the latest build",
+    ],
+    "cuda-oom": ["调用reranker后cuda超出，服务报错"],
+    "http-error-status": ["the proxy return http code 502 for every streamed request"],
+}
+HEALTHY_AFTER_REAL_WORLD_71 = [
+    "- Engine crashes → supervisor restarts it → HEALTHY",                 # a design's flow
+    "docs: explain the 503 Service Unavailable returned while loading",   # a documentation change's title
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1943,6 +1957,7 @@ ROUNDS = {
     "learned from real-world-68": (LEARNED_FROM_REAL_WORLD_68, HEALTHY_AFTER_REAL_WORLD_68),
     "learned from real-world-69": (LEARNED_FROM_REAL_WORLD_69, HEALTHY_AFTER_REAL_WORLD_69),
     "learned from real-world-70": (LEARNED_FROM_REAL_WORLD_70, HEALTHY_AFTER_REAL_WORLD_70),
+    "learned from real-world-71": (LEARNED_FROM_REAL_WORLD_71, HEALTHY_AFTER_REAL_WORLD_71),
 }
 
 
