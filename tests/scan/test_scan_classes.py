@@ -1873,6 +1873,20 @@ HEALTHY_AFTER_REAL_WORLD_71 = [
     "docs: explain the 503 Service Unavailable returned while loading",   # a documentation change's title
 ]
 
+LEARNED_FROM_REAL_WORLD_72 = {
+    "engine-dead": [
+        "the ranker server was restarted by the supervisor twice",
+        "MPI_ABORT was invoked on rank 0 in communicator MPI_COMM_WORLD with errorcode 134.",
+    ],
+    "nccl-failure": ["the NCCL watchdog keeps timing out after 1800 s on the decode node"],
+    "cuda-oom": ["24g的显存装不下这个模型", "GPU memory allocation error: requested 2.1 GiB"],
+}
+HEALTHY_AFTER_REAL_WORLD_72 = [
+    "[Router] Remove dead replicas after a 503 Service Unavailable from their health check",   # a change's title
+    "**Context:** the router kept sending requests to replicas that answered 503 Service Unavailable",
+    "The operator pod was OOMKilled at its 64Mi limit",                                       # an operator's pod
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1958,6 +1972,7 @@ ROUNDS = {
     "learned from real-world-69": (LEARNED_FROM_REAL_WORLD_69, HEALTHY_AFTER_REAL_WORLD_69),
     "learned from real-world-70": (LEARNED_FROM_REAL_WORLD_70, HEALTHY_AFTER_REAL_WORLD_70),
     "learned from real-world-71": (LEARNED_FROM_REAL_WORLD_71, HEALTHY_AFTER_REAL_WORLD_71),
+    "learned from real-world-72": (LEARNED_FROM_REAL_WORLD_72, HEALTHY_AFTER_REAL_WORLD_72),
 }
 
 
