@@ -1887,6 +1887,20 @@ HEALTHY_AFTER_REAL_WORLD_72 = [
     "The operator pod was OOMKilled at its 64Mi limit",                                       # an operator's pod
 ]
 
+LEARNED_FROM_REAL_WORLD_73 = {
+    "engine-dead": [
+        "Error: Webserver process was signaled to shutdown with signal 9",
+        "spacy 3.7 crashing gunicorn on every deploy since the upgrade",
+        "trtllm-serve aborts after loading the engine",
+    ],
+    "http-error-status": ["API Error (429 Too many tokens per minute) · Retrying in 4 seconds"],
+}
+HEALTHY_AFTER_REAL_WORLD_73 = [
+    '+                == "OOMKilled"',                         # a state compared in code
+    "cudaErrorMemoryAllocation = 2",                            # an error code's definition
+    "# A pod may fail due to OOM when the batch is too large",   # what may happen
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1973,6 +1987,7 @@ ROUNDS = {
     "learned from real-world-70": (LEARNED_FROM_REAL_WORLD_70, HEALTHY_AFTER_REAL_WORLD_70),
     "learned from real-world-71": (LEARNED_FROM_REAL_WORLD_71, HEALTHY_AFTER_REAL_WORLD_71),
     "learned from real-world-72": (LEARNED_FROM_REAL_WORLD_72, HEALTHY_AFTER_REAL_WORLD_72),
+    "learned from real-world-73": (LEARNED_FROM_REAL_WORLD_73, HEALTHY_AFTER_REAL_WORLD_73),
 }
 
 
