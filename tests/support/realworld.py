@@ -280,4 +280,8 @@ COLLECTED = (
         "held-out-71", "real-world-73", as_collected=(0.82, 0.82), now=(0.89, 0.94),
         still_false=("elasticdl1574", "inferencedevnetdocs36", "textgenerationinference34"),
     ),
+    CollectedSet(
+        "held-out-72", "real-world-74", as_collected=(0.84, 0.91), now=(0.84, 0.91),
+        still_false=("diffusionnft21", "litellm2493", "mosoo457", "qwen3vl1507", "ragflow3446"),
+    ),
 )
