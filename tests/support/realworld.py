@@ -137,10 +137,7 @@ COLLECTED = (
     CollectedSet(
         "held-out-29", "real-world-31", as_collected=(0.93, 0.74), now=(1.00, 0.97),
     ),
-    CollectedSet(
-        "held-out-30", "real-world-32", as_collected=(0.88, 0.72), now=(0.95, 0.93),
-        still_false=("meridian819",),
-    ),
+    CollectedSet("held-out-30", "real-world-32", as_collected=(0.88, 0.72), now=(0.97, 0.93)),
     CollectedSet(
         "held-out-31", "real-world-33", as_collected=(0.94, 0.84), now=(0.97, 0.95),
         still_false=("vllm9046",),
@@ -280,8 +277,5 @@ COLLECTED = (
         "held-out-71", "real-world-73", as_collected=(0.82, 0.82), now=(0.89, 0.94),
         still_false=("elasticdl1574", "inferencedevnetdocs36", "textgenerationinference34"),
     ),
-    CollectedSet(
-        "held-out-72", "real-world-74", as_collected=(0.84, 0.91), now=(0.84, 0.91),
-        still_false=("diffusionnft21", "litellm2493", "mosoo457", "qwen3vl1507", "ragflow3446"),
-    ),
+    CollectedSet("held-out-72", "real-world-74", as_collected=(0.84, 0.91), now=(0.97, 0.97)),
 )
