@@ -1901,6 +1901,19 @@ HEALTHY_AFTER_REAL_WORLD_73 = [
     "# A pod may fail due to OOM when the batch is too large",   # what may happen
 ]
 
+LEARNED_FROM_REAL_WORLD_74 = {
+    "engine-dead": [
+        "  what():  [TM][ERROR] CUDA runtime error: an illegal memory access was encountered",
+        '"Booting worker" is looping infinitely in the embeddings container',
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_74 = [
+    "the embedder responds with 413 error code if a batch holds more than 32 inputs",   # what it answers when
+    "Previously, the router was returning 500 for an unknown model.",                  # what a change replaces
+    "- keep the current 503 response for a draining replica",                          # what a change keeps
+    "Resolves `CUDA out of memory` errors when two replicas share a GPU",              # a change's title
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -1988,6 +2001,7 @@ ROUNDS = {
     "learned from real-world-71": (LEARNED_FROM_REAL_WORLD_71, HEALTHY_AFTER_REAL_WORLD_71),
     "learned from real-world-72": (LEARNED_FROM_REAL_WORLD_72, HEALTHY_AFTER_REAL_WORLD_72),
     "learned from real-world-73": (LEARNED_FROM_REAL_WORLD_73, HEALTHY_AFTER_REAL_WORLD_73),
+    "learned from real-world-74": (LEARNED_FROM_REAL_WORLD_74, HEALTHY_AFTER_REAL_WORLD_74),
 }
 
 
