@@ -1914,6 +1914,27 @@ HEALTHY_AFTER_REAL_WORLD_74 = [
     "Resolves `CUDA out of memory` errors when two replicas share a GPU",              # a change's title
 ]
 
+LEARNED_FROM_REAL_WORLD_75 = {
+    "engine-dead": [
+        "libc++abi: terminating due to uncaught exception of type std::runtime_error: [METAL] Command buffer execution "
+        "failed: Internal Error",
+        "the embedder gets a 139 exit code on the first batch",
+        "rerank-7c9f8d-x2kqp   0/1     Evicted    0          2h",
+        "Retry worker: 9002 in 34 seconds.",
+    ],
+    "nccl-failure": ["src/utils/nccl_utils.cc:118 'unhandled system error'"],
+    "http-error-status": [
+        'Gemini: {"error": "quota exceeded"} (code: 429)',
+        "[vertex/text-embedding-005] [503]: The service is currently unavailable.",
+        "429 RESOURCE_EXHAUSTED while embedding the corpus",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_75 = [
+    "+            // Case A: CUDA out of memory, mapped to 507",    # a diff's code comment
+    "raise the memory limit for the operator - OOMKilled twice",    # an operator's
+    "The API should return 137 exit code when the run is killed",   # what should be returned
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2002,6 +2023,7 @@ ROUNDS = {
     "learned from real-world-72": (LEARNED_FROM_REAL_WORLD_72, HEALTHY_AFTER_REAL_WORLD_72),
     "learned from real-world-73": (LEARNED_FROM_REAL_WORLD_73, HEALTHY_AFTER_REAL_WORLD_73),
     "learned from real-world-74": (LEARNED_FROM_REAL_WORLD_74, HEALTHY_AFTER_REAL_WORLD_74),
+    "learned from real-world-75": (LEARNED_FROM_REAL_WORLD_75, HEALTHY_AFTER_REAL_WORLD_75),
 }
 
 
