@@ -282,4 +282,8 @@ COLLECTED = (
         "held-out-73", "real-world-75", as_collected=(0.82, 0.73), now=(0.87, 0.92),
         still_false=("azuredatabricksoperator62", "modelzllm69"),
     ),
+    CollectedSet(
+        "held-out-74", "real-world-76", as_collected=(0.89, 0.78), now=(0.89, 0.78),
+        still_false=("cortex1451", "imp890", "oaicompatiblecopilot24"),
+    ),
 )
