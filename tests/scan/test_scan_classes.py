@@ -1935,6 +1935,25 @@ HEALTHY_AFTER_REAL_WORLD_75 = [
     "The API should return 137 exit code when the run is killed",   # what should be returned
 ]
 
+LEARNED_FROM_REAL_WORLD_76 = {
+    "engine-dead": [
+        "the embeddings sidecar is killed and restarted by docker on every large batch",
+        "Our uvicorn workers get killed repeatedly under load",
+        "RuntimeError: [TM][ERROR] CUDA runtime error: an illegal memory access was encountered /src/llama/Batch.cc:91",
+        "ERROR (tini:1): failed to exec the server: permission denied",
+        "posting an image larger than 20 MB causes the service to restart",
+    ],
+    "http-error-status": [
+        "[10.0.0.7]:51022  500  -  POST  /v1/embeddings",
+        '{"detail":[{"type":"missing","loc":["query","model"],"msg":"Field required"}]}',
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_76 = [
+    "If the model server returns a 503, the client should back off",             # a design's condition
+    "Show users when their pods have been restarted due to OOM",                   # a container's memory, asked for
+    "an oversized batch could cause the worker to restart",                        # what may happen
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2024,6 +2043,7 @@ ROUNDS = {
     "learned from real-world-73": (LEARNED_FROM_REAL_WORLD_73, HEALTHY_AFTER_REAL_WORLD_73),
     "learned from real-world-74": (LEARNED_FROM_REAL_WORLD_74, HEALTHY_AFTER_REAL_WORLD_74),
     "learned from real-world-75": (LEARNED_FROM_REAL_WORLD_75, HEALTHY_AFTER_REAL_WORLD_75),
+    "learned from real-world-76": (LEARNED_FROM_REAL_WORLD_76, HEALTHY_AFTER_REAL_WORLD_76),
 }
 
 
