@@ -110,6 +110,20 @@ def test_a_users_change_cues_add_to_the_bundled_ones(tmp_path: Path) -> None:
     assert {p.id for p in load() if p.mentioned_in_changes} == {p.id for p in kb if p.mentioned_in_changes} != set()
 
 
+@pytest.mark.parametrize(
+    ("line", "is_title"),
+    [
+        ("Fix engine death on empty prompts", True),
+        ("[Serve] Fix incorrect replica death detection", True),   # a component's tag before the verb
+        ("[Core][Frontend] Fix the 500 on empty prompts", True),    # tags stacked
+        ("[2] Fix the 500 on empty prompts", False),                # a number is no component
+        ("The Fix landed yesterday, the 500s are back", False),
+    ],
+)
+def test_a_changes_title_may_begin_with_its_components_tag(line: str, is_title: bool) -> None:
+    assert load().change.is_title(line) is is_title
+
+
 def test_signatures_and_related_are_kept_raw(tmp_path: Path) -> None:
     text = GOOD.format(id="a", severity="info") + (
         '[[problem]]\nid = "b"\ntitle = "t"\nseverity = "warning"\nexplanation = "e"\nrelated = ["a"]\n'

@@ -101,14 +101,18 @@ class ChangeProse:
         return any(cue in text for cue in self.cues)
 
     def is_title(self, text: str) -> bool:
-        """`text` begins as a change's title does, after a component's tag or not ("[Serve] Fix ...")."""
+        """`text` begins as a change's title does, after its components' tags or not ("[Serve] Fix ...")."""
         if not self.titles:
             return False
         head = text.lstrip()
-        if head.startswith(self.titles):
-            return True
-        tag = _COMPONENT_TAG.match(head)
-        return tag is not None and head[tag.end() :].startswith(self.titles)
+        for _ in range(3):   # vLLM's titles stack their tags ("[Core][Frontend] Fix ...")
+            if head.startswith(self.titles):
+                return True
+            tag = _COMPONENT_TAG.match(head)
+            if tag is None:
+                return False
+            head = head[tag.end() :]
+        return head.startswith(self.titles)
 
 
 @dataclass(frozen=True, eq=False)
