@@ -1953,6 +1953,27 @@ HEALTHY_AFTER_REAL_WORLD_76 = [
     "Show users when their pods have been restarted due to OOM",                   # a container's memory, asked for
     "an oversized batch could cause the worker to restart",                        # what may happen
 ]
+LEARNED_FROM_REAL_WORLD_77 = {
+    "engine-dead": [
+        "Engine core death on the second request leaves the API server hanging",
+        "the memory monitor then kills the ServeController along with two replicas",
+        "and one of the processes killed was the ServeController itself",
+    ],
+    "http-error-status": [
+        '{"message":"An invalid response was received from the upstream server"}',
+        '{"message":"The upstream server is timing out"}',
+        '{"message":"failure to get a peer from the ring-balancer"}',
+        "2024/05/02 10:11:12 [error] 31#31: *907 upstream timed out (110: Connection timed out) while reading response "
+        "header from upstream, client: 10.0.0.2, server: _, request: \"POST /v1/embeddings HTTP/1.1\"",
+        "2024/05/02 10:11:12 [error] 31#31: *908 upstream prematurely closed connection while reading response header "
+        "from upstream, client: 10.0.0.2",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_77 = [
+    "This rule detects when the proxy cannot reach its backends.\nThat results in HTTP 502 errors for the user.",
+    "Turn a full admission queue into a retryable HTTP 503 answer with Retry-After",   # a design's answer
+    "the cluster's garbage collector got OOM killed at its 1Gi limit",                 # a cluster add-on
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2044,6 +2065,7 @@ ROUNDS = {
     "learned from real-world-74": (LEARNED_FROM_REAL_WORLD_74, HEALTHY_AFTER_REAL_WORLD_74),
     "learned from real-world-75": (LEARNED_FROM_REAL_WORLD_75, HEALTHY_AFTER_REAL_WORLD_75),
     "learned from real-world-76": (LEARNED_FROM_REAL_WORLD_76, HEALTHY_AFTER_REAL_WORLD_76),
+    "learned from real-world-77": (LEARNED_FROM_REAL_WORLD_77, HEALTHY_AFTER_REAL_WORLD_77),
 }
 
 

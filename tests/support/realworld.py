@@ -286,7 +286,7 @@ COLLECTED = (
         "held-out-74", "real-world-76", as_collected=(0.89, 0.78), now=(0.97, 1.0), still_false=("imp890",),
     ),
     CollectedSet(
-        "held-out-75", "real-world-77", as_collected=(0.84, 0.91), now=(0.84, 0.91),
-        still_false=("cre111", "gateway6068", "gpuoperator1049", "guardrails2334", "hal01969", "trackfish4"),
+        "held-out-75", "real-world-77", as_collected=(0.84, 0.91), now=(0.92, 1.0),
+        still_false=("gateway6068", "hal01969", "trackfish4"),
     ),
 )
