@@ -1972,7 +1972,7 @@ LEARNED_FROM_REAL_WORLD_77 = {
 HEALTHY_AFTER_REAL_WORLD_77 = [
     "This rule detects when the proxy cannot reach its backends.\nThat results in HTTP 502 errors for the user.",
     "Turn a full admission queue into a retryable HTTP 503 answer with Retry-After",   # a design's answer
-    "the cluster's garbage collector got OOM killed at its 1Gi limit",                 # a cluster add-on
+    "NFD garbage collector gets OOM Killed",                                          # a cluster add-on
 ]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
