@@ -1974,6 +1974,25 @@ HEALTHY_AFTER_REAL_WORLD_77 = [
     "Turn a full admission queue into a retryable HTTP 503 answer with Retry-After",   # a design's answer
     "NFD garbage collector gets OOM Killed",                                          # a cluster add-on
 ]
+LEARNED_FROM_REAL_WORLD_78 = {
+    "engine-dead": [
+        "double free or corruption (out)",
+        "munmap_chunk(): invalid pointer",
+        "3f2a9c1d77e0   vllm/vllm-openai:v0.8.5   \"python3 -m vllm.ent…\"   2 hours ago   Exited (139) 3 minutes ago   vllm",
+        "服务启动后打印了几行日志就退出了",
+        "Server segmantation fault after the first request",
+    ],
+    "http-error-status": [
+        "every call to /v1/embeddings 总是500",
+        "the client shows a 502 thrown by the gateway",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_78 = [
+    "**Unit tests:** error types across HTTP 499/500/502/504",                       # a change's test section
+    "Introduce HTTP 503 for an overloaded queue",                                    # a change's title
+    "This tracks a failure mode where the worker process is killed by the OOM killer",   # a failure mode named
+    "Add ProcessGroupNCCLError exception type for NCCL errors",                      # an error's type named
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2066,6 +2085,7 @@ ROUNDS = {
     "learned from real-world-75": (LEARNED_FROM_REAL_WORLD_75, HEALTHY_AFTER_REAL_WORLD_75),
     "learned from real-world-76": (LEARNED_FROM_REAL_WORLD_76, HEALTHY_AFTER_REAL_WORLD_76),
     "learned from real-world-77": (LEARNED_FROM_REAL_WORLD_77, HEALTHY_AFTER_REAL_WORLD_77),
+    "learned from real-world-78": (LEARNED_FROM_REAL_WORLD_78, HEALTHY_AFTER_REAL_WORLD_78),
 }
 
 
