@@ -292,4 +292,8 @@ COLLECTED = (
     CollectedSet(
         "held-out-76", "real-world-78", as_collected=(0.91, 0.83), now=(1.0, 1.0),
     ),
+    CollectedSet(
+        "held-out-77", "real-world-79", as_collected=(0.90, 0.77), now=(0.90, 0.77),
+        still_false=("developerkonghqcom4703", "elasticsearch116796", "ray28776"),
+    ),
 )
