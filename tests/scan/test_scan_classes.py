@@ -1993,6 +1993,26 @@ HEALTHY_AFTER_REAL_WORLD_78 = [
     "This tracks a failure mode where the worker process is killed by the OOM killer",   # a failure mode named
     "Add ProcessGroupNCCLError exception type for NCCL errors",                      # an error's type named
 ]
+LEARNED_FROM_REAL_WORLD_79 = {
+    "engine-dead": [
+        "xoscar.errors.ServerClosed: Remote server unixsocket:///1234567 closed: 0 bytes read",
+        "E0102 10:11:12.000 pb_stub.cc:402] Stub process 'bge_reranker_0_0' is not healthy.",
+        "Bus error during model.encode with 8 workers",
+        "the embedding pool throws bus error inside the container",
+        "thread 'tokio-runtime-worker' panicked at /usr/src/router/src/http/server.rs:1021:14:",
+        "Server seg fault after the second rerank call",
+    ],
+    "http-error-status": [
+        '{"error":"Model BAAI/bge-m3 is currently loading","estimated_time":20.0}',
+    ],
+    "nccl-failure": [
+        " 9  /opt/conda/lib/python3.10/site-packages/torch/lib/libnccl.so.2(+0x9f27c) [0x7f21c550627c]",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_79 = [
+    "- Verifying that the gateway returns 429 once the quota is spent",                # a test plan's check
+    "Memory on the node (IP: 10.0.0.1) where the task was running was 30GB / 31GB. Ray killed this worker",
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2086,6 +2106,7 @@ ROUNDS = {
     "learned from real-world-76": (LEARNED_FROM_REAL_WORLD_76, HEALTHY_AFTER_REAL_WORLD_76),
     "learned from real-world-77": (LEARNED_FROM_REAL_WORLD_77, HEALTHY_AFTER_REAL_WORLD_77),
     "learned from real-world-78": (LEARNED_FROM_REAL_WORLD_78, HEALTHY_AFTER_REAL_WORLD_78),
+    "learned from real-world-79": (LEARNED_FROM_REAL_WORLD_79, HEALTHY_AFTER_REAL_WORLD_79),
 }
 
 
