@@ -296,4 +296,8 @@ COLLECTED = (
         "held-out-77", "real-world-79", as_collected=(0.90, 0.77), now=(0.97, 0.97),
         still_false=("elasticsearch116796",),
     ),
+    CollectedSet(
+        "held-out-78", "real-world-80", as_collected=(0.80, 0.73), now=(0.80, 0.73),
+        still_false=("azuremlexamples3913", "datascienceongcp154", "llmdbenchmark285"),
+    ),
 )
