@@ -2013,6 +2013,19 @@ HEALTHY_AFTER_REAL_WORLD_79 = [
     "- Verifying that the gateway returns 429 once the quota is spent",                # a test plan's check
     "Memory on the node (IP: 10.0.0.1) where the task was running was 30GB / 31GB. Ray killed this worker",
 ]
+LEARNED_FROM_REAL_WORLD_80 = {
+    "engine-dead": [
+        "the embedding container restarts in a loop after the upgrade",
+        "after the last shard loaded, the entire program exited with an error",
+        "[Tue Mar 05 10:11:12 2024] [wsgi:error] [pid 77] End of script output before headers: ner_service.wsgi",
+    ],
+    "nccl-failure": ["两台机器跑vllm，启动时nccl报错"],
+    "mm-cache-desync": ['    assert mm_item is not None, f"Expected a cached item for {mm_hash=}"'],
+}
+HEALTHY_AFTER_REAL_WORLD_80 = [
+    '+        assert mm_item is not None, f"Expected a cached item for {mm_hash=}"',      # a diff adding it
+    "Unless the entire program exited, the watchdog keeps the pod alive",            # under a condition
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2107,6 +2120,7 @@ ROUNDS = {
     "learned from real-world-77": (LEARNED_FROM_REAL_WORLD_77, HEALTHY_AFTER_REAL_WORLD_77),
     "learned from real-world-78": (LEARNED_FROM_REAL_WORLD_78, HEALTHY_AFTER_REAL_WORLD_78),
     "learned from real-world-79": (LEARNED_FROM_REAL_WORLD_79, HEALTHY_AFTER_REAL_WORLD_79),
+    "learned from real-world-80": (LEARNED_FROM_REAL_WORLD_80, HEALTHY_AFTER_REAL_WORLD_80),
 }
 
 
