@@ -2026,6 +2026,19 @@ HEALTHY_AFTER_REAL_WORLD_80 = [
     '+        assert mm_item is not None, f"Expected a cached item for {mm_hash=}"',      # a diff adding it
     "Unless the entire program exited, the watchdog keeps the pod alive",            # under a condition
 ]
+LEARNED_FROM_REAL_WORLD_81 = {
+    "engine-dead": [
+        "libc++abi: terminating due to uncaught exception of type tvm::runtime::InternalError: Check failed",
+        "(ServeReplica:app:Embedder pid=4411) The actor died because of an error raised in its creation task, "
+        "ray::ServeReplica:app:Embedder.__init__() (pid=4411, ip=10.0.0.3)",
+    ],
+    "http-error-status": ["\tMessage: Received bad response from the endpoint:\nResponse Code: 502"],
+}
+HEALTHY_AFTER_REAL_WORLD_81 = [
+    "feat: show the last termination state when pod is in CrashloopBackoff",        # a change's title
+    "add the failure's cause to the access log for 502 status code",                  # ... in lower case
+    "the client receives `500 Internal Server Error` instead of `504 Gateway Timeout` on timeouts",   # what it replaces
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2121,6 +2134,7 @@ ROUNDS = {
     "learned from real-world-78": (LEARNED_FROM_REAL_WORLD_78, HEALTHY_AFTER_REAL_WORLD_78),
     "learned from real-world-79": (LEARNED_FROM_REAL_WORLD_79, HEALTHY_AFTER_REAL_WORLD_79),
     "learned from real-world-80": (LEARNED_FROM_REAL_WORLD_80, HEALTHY_AFTER_REAL_WORLD_80),
+    "learned from real-world-81": (LEARNED_FROM_REAL_WORLD_81, HEALTHY_AFTER_REAL_WORLD_81),
 }
 
 
