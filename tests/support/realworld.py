@@ -304,4 +304,8 @@ COLLECTED = (
         "held-out-79", "real-world-81", as_collected=(0.84, 0.79), now=(0.94, 0.88),
         still_false=("caikittgisserving92",),
     ),
+    CollectedSet(
+        "held-out-80", "real-world-82", as_collected=(0.93, 0.79), now=(0.93, 0.79),
+        still_false=("awssigv4proxy26", "llamacpp5156"),
+    ),
 )
