@@ -2039,6 +2039,14 @@ HEALTHY_AFTER_REAL_WORLD_81 = [
     "add the failure's cause to the access log for 502 status code",                  # ... in lower case
     "the client receives `500 Internal Server Error` instead of `504 Gateway Timeout` on timeouts",   # what it replaces
 ]
+LEARNED_FROM_REAL_WORLD_82 = {
+    "nccl-failure": ["Unhandled system error in ProcessGroupNCCL on the second node"],
+    "cuda-oom": ["RuntimeError: [TensorRT-LLM][ERROR] CUDA runtime error in cudaMallocAsync: out of memory"],
+    "http-error-status": ["部署的reranker请求报错！500"],
+}
+HEALTHY_AFTER_REAL_WORLD_82 = [
+    "HTTP 503 is the right status when the upstream has no capacity",                 # a design's judgement
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2135,6 +2143,7 @@ ROUNDS = {
     "learned from real-world-79": (LEARNED_FROM_REAL_WORLD_79, HEALTHY_AFTER_REAL_WORLD_79),
     "learned from real-world-80": (LEARNED_FROM_REAL_WORLD_80, HEALTHY_AFTER_REAL_WORLD_80),
     "learned from real-world-81": (LEARNED_FROM_REAL_WORLD_81, HEALTHY_AFTER_REAL_WORLD_81),
+    "learned from real-world-82": (LEARNED_FROM_REAL_WORLD_82, HEALTHY_AFTER_REAL_WORLD_82),
 }
 
 
