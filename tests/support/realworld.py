@@ -307,4 +307,8 @@ COLLECTED = (
     CollectedSet(
         "held-out-80", "real-world-82", as_collected=(0.93, 0.79), now=(0.97, 0.88), still_false=("llamacpp5156",),
     ),
+    CollectedSet(
+        "held-out-81", "real-world-83", as_collected=(0.85, 0.72), now=(0.85, 0.72),
+        still_false=("azuredocs108461", "immich5958", "sozu529"),
+    ),
 )
