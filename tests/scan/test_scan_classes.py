@@ -2047,6 +2047,18 @@ LEARNED_FROM_REAL_WORLD_82 = {
 HEALTHY_AFTER_REAL_WORLD_82 = [
     "HTTP 503 is the right status when the upstream has no capacity",                 # a design's judgement
 ]
+LEARNED_FROM_REAL_WORLD_83 = {
+    "engine-dead": ["the reranker worker got a SIGKILL while encoding the batch"],
+    "nccl-failure": [
+        "rank 3: Message truncated : received 2048 bytes instead of 512",
+        "NCCL reduce scatter is failing on the second node",
+    ],
+    "cuda-oom": ["Out of memory when loading the 13B model on a 12GB card"],
+    "http-error-status": ["网关频繁报超时504", 'every call returns "500 Internal Server" from the embedding route'],
+}
+HEALTHY_AFTER_REAL_WORLD_83 = [
+    "The 502 Bad Gateway answer is not covered in the troubleshooting guide yet",     # what a document lacks
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2144,6 +2156,7 @@ ROUNDS = {
     "learned from real-world-80": (LEARNED_FROM_REAL_WORLD_80, HEALTHY_AFTER_REAL_WORLD_80),
     "learned from real-world-81": (LEARNED_FROM_REAL_WORLD_81, HEALTHY_AFTER_REAL_WORLD_81),
     "learned from real-world-82": (LEARNED_FROM_REAL_WORLD_82, HEALTHY_AFTER_REAL_WORLD_82),
+    "learned from real-world-83": (LEARNED_FROM_REAL_WORLD_83, HEALTHY_AFTER_REAL_WORLD_83),
 }
 
 
