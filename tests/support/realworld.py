@@ -311,4 +311,8 @@ COLLECTED = (
         "held-out-81", "real-world-83", as_collected=(0.85, 0.72), now=(0.91, 0.91),
         still_false=("immich5958", "sozu529"),
     ),
+    CollectedSet(
+        "held-out-82", "real-world-84", as_collected=(0.92, 0.85), now=(0.92, 0.85),
+        still_false=("datarobotusermodels1054", "orjson415"),
+    ),
 )
