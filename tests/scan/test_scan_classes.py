@@ -2059,6 +2059,17 @@ LEARNED_FROM_REAL_WORLD_83 = {
 HEALTHY_AFTER_REAL_WORLD_83 = [
     "The 502 Bad Gateway answer is not covered in the troubleshooting guide yet",     # what a document lacks
 ]
+LEARNED_FROM_REAL_WORLD_84 = {
+    "engine-dead": [
+        "[Bug] Segmentation fault: address not mapped to object at address 0x17",
+        "MPI Abort Error after the executor's first broadcast",
+    ],
+    "http-error-status": ["调用网关时频繁502错误"],
+}
+HEALTHY_AFTER_REAL_WORLD_84 = [
+    "- Update the health check to return 513 if the NIM server has crashed",       # a design's answer
+    "Returning a 513 after the server has crashed lets the client fail fast",       # ... said again
+]
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2157,6 +2168,7 @@ ROUNDS = {
     "learned from real-world-81": (LEARNED_FROM_REAL_WORLD_81, HEALTHY_AFTER_REAL_WORLD_81),
     "learned from real-world-82": (LEARNED_FROM_REAL_WORLD_82, HEALTHY_AFTER_REAL_WORLD_82),
     "learned from real-world-83": (LEARNED_FROM_REAL_WORLD_83, HEALTHY_AFTER_REAL_WORLD_83),
+    "learned from real-world-84": (LEARNED_FROM_REAL_WORLD_84, HEALTHY_AFTER_REAL_WORLD_84),
 }
 
 
