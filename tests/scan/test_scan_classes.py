@@ -2063,11 +2063,13 @@ LEARNED_FROM_REAL_WORLD_84 = {
     "engine-dead": [
         "[Bug] Segmentation fault: address not mapped to object at address 0x17",
         "MPI Abort Error after the executor's first broadcast",
+        # (guards the lesson's own exclusion, which reads only the gerund "Returning a 513 after ...")
+        "vLLM crashed and now returns 500 after every request",
     ],
     "http-error-status": ["调用网关时频繁502错误"],
 }
 HEALTHY_AFTER_REAL_WORLD_84 = [
-    "- Update the health check to return 513 if the NIM server has crashed",       # a design's answer
+    "- Update the health check to return 513 if NIM server has crashed",           # a design's answer
     "Returning a 513 after the server has crashed lets the client fail fast",       # ... said again
 ]
 
