@@ -38,7 +38,12 @@ def verify_json(*args: str) -> dict:
 
 def test_guarded_sweep_and_unguarded_run_have_the_schemas_shape() -> None:
     guarded = verify_json("-d", "3s", "--sweep", "2,4")
-    unguarded = verify_json("--server-guard", "off", "-d", "4s", "-c", "16")
+    # the race is a chance per request: a short unguarded run can miss it (it did once in a clean-clone suite on the
+    # new stack), and the shape of a FAIL's reasons is what this run is for, so it gets up to three tries
+    for _ in range(3):
+        unguarded = verify_json("--server-guard", "off", "-d", "4s", "-c", "16")
+        if unguarded["verdict"] == "FAIL":
+            break
     for doc in (guarded, unguarded):
         assert doc["schema"] == "borrowguard.verify/1"
         assert fits(shape(doc), SHAPE) == []
