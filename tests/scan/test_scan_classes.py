@@ -2073,6 +2073,29 @@ HEALTHY_AFTER_REAL_WORLD_84 = [
     "Returning a 513 after the server has crashed lets the client fail fast",       # ... said again
 ]
 
+LEARNED_FROM_REAL_WORLD_85 = {
+    "engine-dead": [
+        "The inference server was Killed while loading the NER model",
+        "Core dumped in batch mode inside the container",
+        "unescaped text makes the NER model to crash Docker container",
+        "It does not crash at startup, but crashes randomly after two days of serving",
+    ],
+    "cuda-oom": [
+        "E rocm_driver.cc:600] failed to allocate 2.00G (2147483648 bytes) from device: HIP_ERROR_OutOfMemory",
+    ],
+    "http-error-status": [
+        "google.api_core.exceptions.RetryError: Deadline of 60.0s exceeded while calling target function, last "
+        "exception: 504 Deadline Exceeded",
+        "the caller gets a proxy-generated 502 after the timeout",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_85 = [
+    "`502 Bad Gateway` is the expected response when every upstream is down",      # a design's convention
+    "Worker node running into OOM, the task is retried on another node",            # a host's memory
+    # (guards the lesson's own table, which reads a death after "but" only in the past or present)
+    "Fine, but it will die after the timeout if the lease is gone",
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2171,6 +2194,7 @@ ROUNDS = {
     "learned from real-world-82": (LEARNED_FROM_REAL_WORLD_82, HEALTHY_AFTER_REAL_WORLD_82),
     "learned from real-world-83": (LEARNED_FROM_REAL_WORLD_83, HEALTHY_AFTER_REAL_WORLD_83),
     "learned from real-world-84": (LEARNED_FROM_REAL_WORLD_84, HEALTHY_AFTER_REAL_WORLD_84),
+    "learned from real-world-85": (LEARNED_FROM_REAL_WORLD_85, HEALTHY_AFTER_REAL_WORLD_85),
 }
 
 
