@@ -318,4 +318,8 @@ COLLECTED = (
         "held-out-83", "real-world-85", as_collected=(0.78, 0.78), now=(0.86, 1.0),
         still_false=("labelstudio9550", "qwenvlseriesfinetune135", "sregym781", "tantivy2634", "vllm40855"),
     ),
+    CollectedSet(
+        "held-out-84", "real-world-86", as_collected=(0.74, 0.81), now=(0.74, 0.81),
+        still_false=("apiinferencecommunity457", "k8sgpt27", "llmkube40", "monaiphysio126", "opensecret193", "sglang29834"),
+    ),
 )
