@@ -2096,6 +2096,20 @@ HEALTHY_AFTER_REAL_WORLD_85 = [
     "Fine, but it will die after the timeout if the lease is gone",
 ]
 
+LEARNED_FROM_REAL_WORLD_86 = {
+    "shm-broadcast-stall": ["[Bug]: 部署模型报错：no available shared memory broadcast block found in 60 seconds"],
+    "cuda-oom": ["the tagger stopped: out of memory error from torch on chapter 12"],
+    "engine-dead": ["Llama-3.2-Vision models crash with image input on the Metal backend"],
+    "http-error-status": ["Rerank calls fail with HTTP 413 for any query longer than 512 tokens"],
+}
+HEALTHY_AFTER_REAL_WORLD_86 = [
+    '+        return JSONResponse({"detail": "not ready"}, status_code=503)',             # a diff's code
+    "a timeout here should be treated as HTTP 504 by the proxy",                         # a design's mapping
+    "clients would see a Cloudflare 524 response if the origin is slow",                 # a guide's what-if
+    "Support OOMKilled pods in the analyzer",                                            # a feature's title
+    "Release v0.4.0: Fix router OOM when many models are registered",                   # a release's title
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2195,6 +2209,7 @@ ROUNDS = {
     "learned from real-world-83": (LEARNED_FROM_REAL_WORLD_83, HEALTHY_AFTER_REAL_WORLD_83),
     "learned from real-world-84": (LEARNED_FROM_REAL_WORLD_84, HEALTHY_AFTER_REAL_WORLD_84),
     "learned from real-world-85": (LEARNED_FROM_REAL_WORLD_85, HEALTHY_AFTER_REAL_WORLD_85),
+    "learned from real-world-86": (LEARNED_FROM_REAL_WORLD_86, HEALTHY_AFTER_REAL_WORLD_86),
 }
 
 

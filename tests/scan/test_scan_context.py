@@ -122,7 +122,7 @@ def test_doctor_reads_the_servers_settings_from_its_log(tmp_path: Path) -> None:
     assert doc["environment"]["server"]["renderer_num_workers"] == 2
 
 
-# ---- start-up: shm stalls while compiling are not hangs --------------------------------------------
+# ---- start-up: shm stalls while compiling are not hangs; stalls and nothing else are -----------------------------
 
 SHM = "(EngineCore pid=1) INFO 05-20 20:35:51 [shm_broadcast.py:681] No available shared memory broadcast block found in 60 seconds."
 COMPILE = "(Worker_TP0 pid=2) INFO 05-20 20:36:19 [backends.py:1148] torch.compile takes 88.0 s in total"
@@ -133,7 +133,12 @@ READY = "(APIServer pid=3) INFO:     Application startup complete."
     ("lines", "expected"),
     [
         ([SHM, COMPILE, SHM], {}),  # held back, then the server turned out to be starting
-        ([STARTUP_019[0], SHM, SHM], {}),  # starting, never ready
+        ([STARTUP_019[0], SHM, COMPILE, SHM], {}),  # starting, busy between the stalls
+        ([STARTUP_019[0], SHM, SHM, COMPILE], {}),  # starting, slow: its progress came after
+        ([STARTUP_019[0], SHM, SHM, READY], {}),  # ... and it became ready
+        # starting, then nothing but stalls (real-world-86: graph capture that never proceeds); and a restart after it
+        ([STARTUP_019[0], SHM, SHM], {"shm-broadcast-stall": (1, "high")}),
+        ([STARTUP_019[0], SHM, SHM, SHM, STARTUP_019[0]], {"shm-broadcast-stall": (2, "high")}),
         ([READY, SHM, SHM], {"shm-broadcast-stall": (2, "high")}),  # serving
         ([SHM, SHM], {"shm-broadcast-stall": (2, "high")}),  # no start-up lines at all: counted at the end
         ([SHM, *["x"] * 600, COMPILE], {"shm-broadcast-stall": (1, "high")}),  # long before: counted

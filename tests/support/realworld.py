@@ -216,8 +216,8 @@ COLLECTED = (
         "held-out-51", "real-world-53", as_collected=(0.81, 0.74), now=(0.94, 0.97), still_false=("turbohtml152",),
     ),
     CollectedSet(
-        "held-out-52", "real-world-54", as_collected=(0.88, 0.83), now=(0.92, 0.94),
-        still_false=("pytorchserve2338", "pytorchserve2764", "vllm9738"),
+        "held-out-52", "real-world-54", as_collected=(0.88, 0.83), now=(0.94, 0.94),
+        still_false=("pytorchserve2338", "vllm9738"),
     ),
     CollectedSet(
         "held-out-53", "real-world-55", as_collected=(0.80, 0.91), now=(0.92, 1.00),
@@ -319,7 +319,7 @@ COLLECTED = (
         still_false=("labelstudio9550", "qwenvlseriesfinetune135", "sregym781", "tantivy2634", "vllm40855"),
     ),
     CollectedSet(
-        "held-out-84", "real-world-86", as_collected=(0.74, 0.81), now=(0.74, 0.81),
-        still_false=("apiinferencecommunity457", "k8sgpt27", "llmkube40", "monaiphysio126", "opensecret193", "sglang29834"),
+        "held-out-84", "real-world-86", as_collected=(0.74, 0.81), now=(0.84, 0.97),
+        still_false=("monaiphysio126", "opensecret193", "sglang29834"),
     ),
 )

@@ -383,8 +383,8 @@ class Scanner(BulkReading):
                     continue
                 hit = decided
             if sig.ignore_startup and st.starting is not False:
-                if st.starting is None:
-                    st.hold(hit)  # counts once it is clear the server was not starting
+                if st.starting is None or st.stuck_starting(sig.problem_id, n):
+                    st.hold(hit)  # counts unless a start-up line shows the server busy starting after it
                 continue
             hits.append(hit)
         st.note_recent(line.process, n, {h.id for h in hits} | waiting)

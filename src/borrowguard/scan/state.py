@@ -69,6 +69,9 @@ class SourceState:
     """The line of the latest cue of a change's description (knowledge.ChangeProse)."""
     fenced: bool = False
     """Inside a Markdown code fence: pasted output, not prose."""
+    busy_at: dict[str, int] = field(default_factory=dict)
+    """Problem id -> the line of its latest occurrence while the server was starting (a busy start-up's, not
+    counted)."""
 
     def note_recent(self, process: str | None, line_no: int, ids: set[str] | frozenset[str]) -> None:
         if ids:
@@ -92,6 +95,15 @@ class SourceState:
             return held  # a new run begins: what was held belonged to the previous one, which served
         self.starting = phase is Phase.PROGRESS
         return []  # the server was still starting when they were logged
+
+    def stuck_starting(self, problem_id: str, line_no: int) -> bool:
+        """Whether an occurrence while the server is starting may say the start-up is stuck rather than busy:
+        it follows another right after, nothing logged between (a compiling or loading server logs its progress
+        between 60 s stall warnings; a stuck one logs only the warnings). Held back like one logged before the
+        log said whether the server was starting, it counts unless a start-up line comes after it."""
+        previous = self.busy_at.get(problem_id)
+        self.busy_at[problem_id] = line_no
+        return previous == line_no - 1
 
     def hold(self, hit: Hit) -> None:
         if len(self.pending) < MAX_PENDING:
