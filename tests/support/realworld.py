@@ -322,4 +322,10 @@ COLLECTED = (
         "held-out-84", "real-world-86", as_collected=(0.74, 0.81), now=(0.84, 0.97),
         still_false=("monaiphysio126", "opensecret193", "sglang29834"),
     ),
+    CollectedSet(
+        "held-out-85", "real-world-87", as_collected=(0.84, 0.79), now=(0.84, 0.79),
+        still_false=(
+            "azureserviceoperator298", "gatewayapiinferenceextension2487", "mlxserve326", "ruffle1498", "website36064",
+        ),
+    ),
 )
