@@ -107,6 +107,7 @@ def test_a_users_change_cues_add_to_the_bundled_ones(tmp_path: Path) -> None:
     kb = load(write(tmp_path, '[change]\ncues = ["## Rationale"]\nreach = 5\n'))
     assert kb.change.cues == (*bundled.cues, "## Rationale")
     assert kb.change.reach == bundled.reach  # the longer reach of the two
+    assert bundled.openers and kb.change.openers == bundled.openers
     assert {p.id for p in load() if p.mentioned_in_changes} == {p.id for p in kb if p.mentioned_in_changes} != set()
 
 
@@ -247,6 +248,7 @@ def scan_with(kb: object, text: str) -> dict[str, int]:
         ('[change]\ncues = ["This PR"]\nreach = -1\n', "[change]: field 'reach' must be a number of lines"),
         ('[change]\nreach = true\n', "[change]: field 'reach' must be a number of lines"),
         ('[change]\ncue = ["This PR"]\n', "[change]: unknown field(s) cue"),
+        ('[change]\nopeners = ["Fi"]\n', "[change]: field 'openers' must be a list of texts of at least 3 characters"),
         ('change = 3\n', "'change' must be a table"),
         (
             GOOD.format(id="x", severity="info").replace("[problem.detect]", 'mentioned_in_changes = "yes"\n[problem.detect]'),

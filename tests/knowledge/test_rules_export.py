@@ -157,7 +157,7 @@ def test_the_line_signatures_go_out_and_the_rest_are_listed_for_scan() -> None:
     for fmt in ("loki", "prometheus", "vector"):
         out = text(fmt)
         assert "Needs borrowguard scan" in out
-        assert "shm-broadcast-stall #1, #2: not counted while the server starts up" in out
+        assert "shm-broadcast-stall #1, #2, #3: not counted while the server starts up" in out
         assert "tokenizer-already-borrowed #2, #3, #4, #5, #6, #7, #8, #9: traceback frames" in out
     doc = json.loads(text("opensearch"))
     assert len(doc["needs_borrowguard_scan"]) == len(SCAN_TABLES) and doc["engine"] == "opensearch"

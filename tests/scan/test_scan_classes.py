@@ -2110,6 +2110,20 @@ HEALTHY_AFTER_REAL_WORLD_86 = [
     "Release v0.4.0: Fix router OOM when many models are registered",                   # a release's title
 ]
 
+LEARNED_FROM_REAL_WORLD_87 = {
+    "mm-cache-desync": ["[Bug]: KeyError in mm_input_cache after a request with two images"],
+    "shm-broadcast-stall": ["[Bug]: shm_broadcast hangs on a 2-node PP deployment"],
+    "nccl-failure": ["gloo works, but nccl deadlock on the second node"],
+    "engine-dead": ["Triton server terminate itself when input a long prompt"],
+    "http-error-status": ["the embedding call keeps resulting in 500 for every batch"],
+}
+HEALTHY_AFTER_REAL_WORLD_87 = [
+    # (guard the lesson's own exclusions: a framing quoted to be taken back, a what-if, a backend's name in code)
+    'The original "shm_broadcast hangs cross-node" framing was wrong',
+    "If the shm_broadcast deadlocks, the engine is restarted",
+    'dist.init_process_group(backend="nccl") failed to find a free port',
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2210,6 +2224,7 @@ ROUNDS = {
     "learned from real-world-84": (LEARNED_FROM_REAL_WORLD_84, HEALTHY_AFTER_REAL_WORLD_84),
     "learned from real-world-85": (LEARNED_FROM_REAL_WORLD_85, HEALTHY_AFTER_REAL_WORLD_85),
     "learned from real-world-86": (LEARNED_FROM_REAL_WORLD_86, HEALTHY_AFTER_REAL_WORLD_86),
+    "learned from real-world-87": (LEARNED_FROM_REAL_WORLD_87, HEALTHY_AFTER_REAL_WORLD_87),
 }
 
 

@@ -309,6 +309,22 @@ def test_a_change_reaches_only_so_far() -> None:
         assert set(ids(result)) == {"engine-dead", "http-error-status"}
 
 
+def test_a_fix_titled_at_the_heading_opens_its_description() -> None:
+    # real-world-86 and -87: a pull request's title, then the crash it fixes told in prose, no template heading
+    prose = "When the bootstrap server is unreachable, the dangling reference then crashes the next scheduler step."
+    for result in both(["Fix scheduler crash on unreachable bootstrap abort", prose]):
+        assert ids(result) == {}
+    for result in both(["[Bugfix] Drop failed requests after the abort loop", prose]):
+        assert ids(result) == {}
+    # a report's title, or a fix title further down a thread, opens nothing; nor does a conventional commit's
+    # (the sets label the incidents those retell)
+    for head in ("Scheduler crash on unreachable bootstrap abort", "fix: scheduler crash on unreachable bootstrap"):
+        for result in both([head, prose]):
+            assert "engine-dead" in ids(result)
+    for result in both(["The scheduler died twice today.", "Fix scheduler crash on unreachable bootstrap abort", prose]):
+        assert "engine-dead" in ids(result)
+
+
 def test_a_bug_fix_that_says_the_tokenizer_race_happens_still_reports_it() -> None:
     lines = ["## Purpose", "Sharing one fast tokenizer across request threads raises RuntimeError: Already borrowed."]
     for result in both(lines):

@@ -95,6 +95,9 @@ class ChangeProse:
     titles: tuple[str, ...] = ()
     """How a change's title begins ("Fix ", "[Bugfix]"): a line of prose that begins so names, as its
     description does, what the change handles, wherever it stands (a title comes before any cue)."""
+    openers: tuple[str, ...] = ()
+    """The titles that also open the description when they head the text (its first line), as a cue does:
+    a fix's own words ("Fix ...", "[Bugfix] ...")."""
 
     def cue_in(self, text: str) -> bool:
         """`text` holds one of the cues that open a change's description."""
@@ -102,17 +105,26 @@ class ChangeProse:
 
     def is_title(self, text: str) -> bool:
         """`text` begins as a change's title does, after its components' tags or not ("[Serve] Fix ...")."""
-        if not self.titles:
+        return _begins(text, self.titles)
+
+    def opens(self, text: str) -> bool:
+        """`text`, the first line, is a title that opens a change's description."""
+        return _begins(text, self.openers)
+
+
+def _begins(text: str, heads: tuple[str, ...]) -> bool:
+    """`text` begins with one of `heads`, after components' tags or not."""
+    if not heads:
+        return False
+    head = text.lstrip()
+    for _ in range(3):   # vLLM's titles stack their tags ("[Core][Frontend] Fix ...")
+        if head.startswith(heads):
+            return True
+        tag = _COMPONENT_TAG.match(head)
+        if tag is None:
             return False
-        head = text.lstrip()
-        for _ in range(3):   # vLLM's titles stack their tags ("[Core][Frontend] Fix ...")
-            if head.startswith(self.titles):
-                return True
-            tag = _COMPONENT_TAG.match(head)
-            if tag is None:
-                return False
-            head = head[tag.end() :]
-        return head.startswith(self.titles)
+        head = head[tag.end() :]
+    return head.startswith(heads)
 
 
 @dataclass(frozen=True, eq=False)
@@ -184,7 +196,8 @@ def load(extra: Path | str | None = None) -> KnowledgeBase:
     _check_links(problems)
     cues = tuple(dict.fromkeys((*bundled.change.cues, *change.cues)))
     titles = tuple(dict.fromkeys((*bundled.change.titles, *change.titles)))
-    merged = ChangeProse(cues, max(bundled.change.reach, change.reach), titles)
+    openers = tuple(dict.fromkeys((*bundled.change.openers, *change.openers)))
+    merged = ChangeProse(cues, max(bundled.change.reach, change.reach), titles, openers)
     return KnowledgeBase(MappingProxyType(problems), (*bundled.sources, path), merged)
 
 
@@ -243,10 +256,10 @@ MAX_CHANGE_REACH = 1000
 def _change(entry: Any, source: str) -> ChangeProse:
     if not isinstance(entry, dict):
         raise KnowledgeError(f"{source}: 'change' must be a table ([change])")
-    unknown = set(entry) - {"cues", "reach", "titles"}
+    unknown = set(entry) - {"cues", "reach", "titles", "openers"}
     if unknown:
         raise KnowledgeError(
-            f"{source}: [change]: unknown field(s) {', '.join(sorted(unknown))}; known: cues, reach, titles"
+            f"{source}: [change]: unknown field(s) {', '.join(sorted(unknown))}; known: cues, reach, titles, openers"
         )
     cues = entry.get("cues", [])
     # cues are literals the fast path searches for: a short one would make a candidate of every line
@@ -255,10 +268,15 @@ def _change(entry: Any, source: str) -> ChangeProse:
     reach = entry.get("reach", 0)
     if isinstance(reach, bool) or not isinstance(reach, int) or not 0 <= reach <= MAX_CHANGE_REACH:
         raise KnowledgeError(f"{source}: [change]: field 'reach' must be a number of lines from 0 to {MAX_CHANGE_REACH}")
-    titles = entry.get("titles", [])
-    if not isinstance(titles, list) or not all(isinstance(t, str) and len(t.strip()) >= 3 for t in titles):
-        raise KnowledgeError(f"{source}: [change]: field 'titles' must be a list of texts of at least 3 characters")
-    return ChangeProse(tuple(cues), reach, tuple(titles))
+    titles, openers = (_heads(entry, name, source) for name in ("titles", "openers"))
+    return ChangeProse(tuple(cues), reach, titles, openers)
+
+
+def _heads(entry: dict[str, Any], name: str, source: str) -> tuple[str, ...]:
+    heads = entry.get(name, [])
+    if not isinstance(heads, list) or not all(isinstance(t, str) and len(t.strip()) >= 3 for t in heads):
+        raise KnowledgeError(f"{source}: [change]: field {name!r} must be a list of texts of at least 3 characters")
+    return tuple(heads)
 
 
 def _problem(entry: Any, where: str) -> Problem:

@@ -20,7 +20,11 @@ class BulkReading:
     def _process(self, st: SourceState, raw: str | bytes) -> list[Hit]:  # pragma: no cover - Scanner's
         raise NotImplementedError
 
+    def _watch_first_line(self, st: SourceState, block: bytes) -> None:  # pragma: no cover - Scanner's
+        raise NotImplementedError
+
     def _apply(self, st: SourceState, scan: BlockScan) -> None:
+        self._watch_first_line(st, scan.block)
         if st.windows:  # a traceback open at the end of the previous block goes on in this one
             done = self._scan_block(st, scan.block, [0, *scan.candidates])
         elif scan.candidates:

@@ -393,8 +393,16 @@ class Scanner(BulkReading):
     def _watch_change(self, st: SourceState, message: str, n: int) -> None:
         if message.lstrip().startswith(FENCE):
             st.fenced = not st.fenced
-        elif self.kb.change.cue_in(message):
-            st.change_at = n
+        elif self.kb.change.cue_in(message) or (n == 1 and self.kb.change.opens(message)):
+            st.change_at = n  # a change's title heading the text opens its description as a cue does
+
+    def _watch_first_line(self, st: SourceState, block: bytes) -> None:
+        """The fast path reads a block's lines only around anchors: its first line, when the source begins
+        with it, is read here for a change's title (which `_watch_change` reads on the per-line path)."""
+        if st.line_no == 0 and self._mentioned and block:
+            first = normalize(block.split(b"\n", 1)[0]).message
+            if not first.lstrip().startswith(FENCE):
+                self._watch_change(st, first, 1)
 
     def _in_change_prose(self, st: SourceState, line: Line, n: int) -> bool:
         """A line of prose (no log header, outside a code fence) within reach of a change's description, or
