@@ -326,4 +326,8 @@ COLLECTED = (
         "held-out-85", "real-world-87", as_collected=(0.84, 0.79), now=(0.89, 0.94),
         still_false=("azureserviceoperator298", "mlxserve326", "ruffle1498", "website36064"),
     ),
+    CollectedSet(
+        "held-out-86", "real-world-88", as_collected=(0.82, 0.82), now=(0.82, 0.82),
+        still_false=("deepspeech48", "flair855", "infinity757", "operatorsdksamples156", "slime670", "spacy1986"),
+    ),
 )
