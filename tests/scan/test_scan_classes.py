@@ -2124,6 +2124,18 @@ HEALTHY_AFTER_REAL_WORLD_87 = [
     'dist.init_process_group(backend="nccl") failed to find a free port',
 ]
 
+LEARNED_FROM_REAL_WORLD_88 = {
+    "engine-dead": ["[Bug] Core Dumped on the second GPU"],
+    "cuda-oom": [
+        "E tensorflow/stream_executor/rocm/rocm_driver.cc:601] failed to allocate 2.00G (2147483648 bytes) from device: "
+        "hipError_t(1002)",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_88 = [
+    "the tagger is always killed because OOM, the box has 16GB",                    # the host's OOM killer
+    "Print the memory summary when NCCL errors",                                    # a failure as a condition
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2225,6 +2237,7 @@ ROUNDS = {
     "learned from real-world-85": (LEARNED_FROM_REAL_WORLD_85, HEALTHY_AFTER_REAL_WORLD_85),
     "learned from real-world-86": (LEARNED_FROM_REAL_WORLD_86, HEALTHY_AFTER_REAL_WORLD_86),
     "learned from real-world-87": (LEARNED_FROM_REAL_WORLD_87, HEALTHY_AFTER_REAL_WORLD_87),
+    "learned from real-world-88": (LEARNED_FROM_REAL_WORLD_88, HEALTHY_AFTER_REAL_WORLD_88),
 }
 
 
