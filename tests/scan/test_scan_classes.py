@@ -2136,6 +2136,17 @@ HEALTHY_AFTER_REAL_WORLD_88 = [
     "Print the memory summary when NCCL errors",                                    # a failure as a condition
 ]
 
+LEARNED_FROM_REAL_WORLD_89 = {
+    "cuda-oom": ["RuntimeError: CUDA Error 2, out of memory while loading shard 3"],
+    "nccl-failure": ["all_reduce_perf: NCCL Test hangs once the job spans 20 nodes"],
+}
+HEALTHY_AFTER_REAL_WORLD_89 = [
+    "the other routes will throw 404 not found error until the model is loaded",      # a design's what-if
+    "it should be 503 Service Unavailable while loading",                             # ... and its should
+    "This page documents why a missing proxy_read_timeout causes 504 Gateway Timeout",  # a document's subject
+    "Exit status 137 means OOM in the container",                                     # a code's meaning
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2238,6 +2249,7 @@ ROUNDS = {
     "learned from real-world-86": (LEARNED_FROM_REAL_WORLD_86, HEALTHY_AFTER_REAL_WORLD_86),
     "learned from real-world-87": (LEARNED_FROM_REAL_WORLD_87, HEALTHY_AFTER_REAL_WORLD_87),
     "learned from real-world-88": (LEARNED_FROM_REAL_WORLD_88, HEALTHY_AFTER_REAL_WORLD_88),
+    "learned from real-world-89": (LEARNED_FROM_REAL_WORLD_89, HEALTHY_AFTER_REAL_WORLD_89),
 }
 
 
