@@ -334,4 +334,8 @@ COLLECTED = (
         "held-out-87", "real-world-89", as_collected=(0.80, 0.91), now=(0.85, 0.97),
         still_false=("agentaboutanswer28", "dify17807", "kong732", "llamacpp6739", "qaconv19", "vllm35034"),
     ),
+    CollectedSet(
+        "held-out-88", "real-world-90", as_collected=(0.87, 0.79), now=(0.87, 0.79),
+        still_false=("darkflow386", "inference2009", "kubernetes19825"),
+    ),
 )
