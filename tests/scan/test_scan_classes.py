@@ -2147,6 +2147,20 @@ HEALTHY_AFTER_REAL_WORLD_89 = [
     "Exit status 137 means OOM in the container",                                     # a code's meaning
 ]
 
+LEARNED_FROM_REAL_WORLD_90 = {
+    "engine-dead": [
+        "the load test causes vLLM server to shutdown after a minute",
+        "[Bug]: SGLang Server hangs and unexpectedly shutdown",
+        "Kernel died while encoding the corpus with bge-m3",
+    ],
+    "http-error-status": ["- HTTP code: 503", "request failed. Response code: 429."],
+}
+HEALTHY_AFTER_REAL_WORLD_90 = [
+    # (guard the lesson's own exclusions: the operating system's kernel, and LangChain's line that real-world-2 labels)
+    "The Linux kernel crashed when the GPU fell off the bus",
+    "Error raised by inference API HTTP code: 500",
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2250,6 +2264,7 @@ ROUNDS = {
     "learned from real-world-87": (LEARNED_FROM_REAL_WORLD_87, HEALTHY_AFTER_REAL_WORLD_87),
     "learned from real-world-88": (LEARNED_FROM_REAL_WORLD_88, HEALTHY_AFTER_REAL_WORLD_88),
     "learned from real-world-89": (LEARNED_FROM_REAL_WORLD_89, HEALTHY_AFTER_REAL_WORLD_89),
+    "learned from real-world-90": (LEARNED_FROM_REAL_WORLD_90, HEALTHY_AFTER_REAL_WORLD_90),
 }
 
 
