@@ -338,4 +338,8 @@ COLLECTED = (
         "held-out-88", "real-world-90", as_collected=(0.87, 0.79), now=(0.89, 0.94),
         still_false=("darkflow386", "inference2009", "kubernetes19825"),
     ),
+    CollectedSet(
+        "held-out-89", "real-world-91", as_collected=(0.86, 0.88), now=(0.86, 0.88),
+        still_false=("kubernetes3044", "kubernetes93575", "litellm27003"),
+    ),
 )
