@@ -2161,6 +2161,13 @@ HEALTHY_AFTER_REAL_WORLD_90 = [
     "Error raised by inference API HTTP code: 500",
 ]
 
+LEARNED_FROM_REAL_WORLD_91 = {
+    "engine-dead": ["the router is eventually killed by the OS (OOM) after a day"],
+    "cuda-oom": ["the notebook still gives a GPU-out-of-memory issue"],
+    "http-error-status": ["google.api_core: 400 Request contains an invalid argument.", "429 Resource has been exhausted (e.g. check quota)."],
+}
+HEALTHY_AFTER_REAL_WORLD_91: list[str] = []
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2265,6 +2272,7 @@ ROUNDS = {
     "learned from real-world-88": (LEARNED_FROM_REAL_WORLD_88, HEALTHY_AFTER_REAL_WORLD_88),
     "learned from real-world-89": (LEARNED_FROM_REAL_WORLD_89, HEALTHY_AFTER_REAL_WORLD_89),
     "learned from real-world-90": (LEARNED_FROM_REAL_WORLD_90, HEALTHY_AFTER_REAL_WORLD_90),
+    "learned from real-world-91": (LEARNED_FROM_REAL_WORLD_91, HEALTHY_AFTER_REAL_WORLD_91),
 }
 
 
