@@ -400,7 +400,8 @@ class Scanner(BulkReading):
         """The fast path reads a block's lines only around anchors: its first line, when the source begins
         with it, is read here for a change's title (which `_watch_change` reads on the per-line path)."""
         if st.line_no == 0 and self._mentioned and block:
-            first = normalize(block.split(b"\n", 1)[0]).message
+            end = block.find(b"\n")
+            first = normalize(block if end == -1 else block[:end]).message
             if not first.lstrip().startswith(FENCE):
                 self._watch_change(st, first, 1)
 
