@@ -401,9 +401,8 @@ class Scanner(BulkReading):
         with it, is read here for a change's title (which `_watch_change` reads on the per-line path)."""
         if st.line_no == 0 and self._mentioned and block:
             end = block.find(b"\n")
-            first = normalize(block if end == -1 else block[:end]).message
-            if not first.lstrip().startswith(FENCE):
-                self._watch_change(st, first, 1)
+            if self.kb.change.opens(normalize(block if end == -1 else block[:end]).message):
+                st.change_at = 1
 
     def _in_change_prose(self, st: SourceState, line: Line, n: int) -> bool:
         """A line of prose (no log header, outside a code fence) within reach of a change's description, or
