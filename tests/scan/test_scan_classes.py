@@ -2168,6 +2168,21 @@ LEARNED_FROM_REAL_WORLD_91 = {
 }
 HEALTHY_AFTER_REAL_WORLD_91: list[str] = []
 
+LEARNED_FROM_REAL_WORLD_92 = {
+    "cuda-oom": [
+        "Model Fails to Load Due to OOM on two L4s",
+        "with max_num_seqs 512 an OOM happened again.",
+        "llama_model_load: error loading model: unable to allocate Vulkan0 buffer",
+    ],
+    "http-error-status": ["the ingest job stops with a 503 Server Error from the embedding service", "the client hit a 422 http error code on every query"],
+}
+HEALTHY_AFTER_REAL_WORLD_92 = [
+    "[metrics] Suppress GPU OOM while sampling memory stats",
+    "Surface OOM errors to the client instead of a worker crash",
+    "Perhaps the OOM occurs because the host has too little swap",   # guards the lesson's "OOM happened" for a guess
+    "failed to allocate CUDA_Host buffer of size 1048576",   # guards the lesson's device number: pinned host memory
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2273,6 +2288,7 @@ ROUNDS = {
     "learned from real-world-89": (LEARNED_FROM_REAL_WORLD_89, HEALTHY_AFTER_REAL_WORLD_89),
     "learned from real-world-90": (LEARNED_FROM_REAL_WORLD_90, HEALTHY_AFTER_REAL_WORLD_90),
     "learned from real-world-91": (LEARNED_FROM_REAL_WORLD_91, HEALTHY_AFTER_REAL_WORLD_91),
+    "learned from real-world-92": (LEARNED_FROM_REAL_WORLD_92, HEALTHY_AFTER_REAL_WORLD_92),
 }
 
 

@@ -269,9 +269,7 @@ COLLECTED = (
         "held-out-68", "real-world-70", as_collected=(0.77, 0.83), now=(0.84, 0.89),
         still_false=("cnpfluxconfig28772", "opstrace1044", "vllm50282", "website46288"),
     ),
-    CollectedSet(
-        "held-out-69", "real-world-71", as_collected=(0.91, 0.86), now=(0.95, 1.0), still_false=("backendai9806",),
-    ),
+    CollectedSet("held-out-69", "real-world-71", as_collected=(0.91, 0.86), now=(0.97, 1.0)),
     CollectedSet("held-out-70", "real-world-72", as_collected=(0.88, 0.82), now=(0.94, 0.97)),
     CollectedSet(
         "held-out-71", "real-world-73", as_collected=(0.82, 0.82), now=(0.89, 0.94),
@@ -343,7 +341,7 @@ COLLECTED = (
         still_false=("kubernetes3044", "kubernetes93575", "litellm27003"),
     ),
     CollectedSet(
-        "held-out-90", "real-world-92", as_collected=(0.81, 0.88), now=(0.81, 0.88),
-        still_false=("djlserving1581", "kubeeventer285", "kubernetes98157", "primerl1999", "ray29736", "ray33157"),
+        "held-out-90", "real-world-92", as_collected=(0.81, 0.88), now=(0.89, 1.0),
+        still_false=("kubeeventer285", "kubernetes98157", "primerl1999", "ray33157"),
     ),
 )
