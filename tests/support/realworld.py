@@ -344,4 +344,8 @@ COLLECTED = (
         "held-out-90", "real-world-92", as_collected=(0.81, 0.88), now=(0.89, 1.0),
         still_false=("kubeeventer285", "kubernetes98157", "primerl1999", "ray33157"),
     ),
+    CollectedSet(
+        "held-out-91", "real-world-93", as_collected=(0.86, 0.76), now=(0.86, 0.76),
+        still_false=("amazonqdevelopercli2503", "dockerstacks736", "origin5417"),
+    ),
 )
