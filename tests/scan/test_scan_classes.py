@@ -2183,6 +2183,26 @@ HEALTHY_AFTER_REAL_WORLD_92 = [
     "failed to allocate CUDA_Host buffer of size 1048576",   # guards the lesson's device number: pinned host memory
 ]
 
+LEARNED_FROM_REAL_WORLD_93 = {
+    "cuda-oom": ["Qwen3 hits XPU out of memory at 32k context"],
+    "engine-dead": [
+        "multi-LoRA setup on 0.8 crashes during embedding requests",
+        "the image in v2 died during prefill of long prompts",
+        "the server on v1 crashes during chat requests",
+    ],
+    "nccl-failure": [
+        "[Bug]: nccl broadcast timeout after upgrade",
+        "NCCL INFO Call to connect returned Connection timed out, retrying",
+    ],
+    "http-error-status": ["每次调用都报错 Error code：429", "we keep getting a bad gateway from the proxy"],
+}
+HEALTHY_AFTER_REAL_WORLD_93 = [
+    "if the replica crashes during inference, Serve restarts it",   # guards the lesson's crash during the work
+    "loading libnccl allreduce error symbols",   # guards the lesson's operation after "nccl"
+    "to avoid getting an internal server error, set a timeout",   # guards the lesson's phrase in lower case
+    "Error code：4040 in the ticket list",   # guards the full-width colon's status
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2289,6 +2309,7 @@ ROUNDS = {
     "learned from real-world-90": (LEARNED_FROM_REAL_WORLD_90, HEALTHY_AFTER_REAL_WORLD_90),
     "learned from real-world-91": (LEARNED_FROM_REAL_WORLD_91, HEALTHY_AFTER_REAL_WORLD_91),
     "learned from real-world-92": (LEARNED_FROM_REAL_WORLD_92, HEALTHY_AFTER_REAL_WORLD_92),
+    "learned from real-world-93": (LEARNED_FROM_REAL_WORLD_93, HEALTHY_AFTER_REAL_WORLD_93),
 }
 
 
