@@ -2203,6 +2203,19 @@ HEALTHY_AFTER_REAL_WORLD_93 = [
     "Error code：4040 in the ticket list",   # guards the full-width colon's status
 ]
 
+LEARNED_FROM_REAL_WORLD_94 = {
+    "nccl-failure": [
+        "running `all_gather_perf -b 8 -e 1G -g 8` hangs after the first size",
+        "the alltoall_perf run on two nodes gets stuck at 64MB",
+    ],
+    "http-error-status": ["i keep getting the error of unauthorization 401 from the hub", "the proxy said bad gateway: 502 again"],
+}
+HEALTHY_AFTER_REAL_WORLD_94 = [
+    "bugfix: fix core dumped when enabling speculative decoding",
+    "Pass on service unavailable (503) from upstream servers to clients",   # guards the lesson's reason before its code
+    "all_reduce_perf never hangs on this cluster",   # guards the lesson's nccl-tests binary
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2310,6 +2323,7 @@ ROUNDS = {
     "learned from real-world-91": (LEARNED_FROM_REAL_WORLD_91, HEALTHY_AFTER_REAL_WORLD_91),
     "learned from real-world-92": (LEARNED_FROM_REAL_WORLD_92, HEALTHY_AFTER_REAL_WORLD_92),
     "learned from real-world-93": (LEARNED_FROM_REAL_WORLD_93, HEALTHY_AFTER_REAL_WORLD_93),
+    "learned from real-world-94": (LEARNED_FROM_REAL_WORLD_94, HEALTHY_AFTER_REAL_WORLD_94),
 }
 
 

@@ -348,7 +348,7 @@ COLLECTED = (
         "held-out-91", "real-world-93", as_collected=(0.86, 0.76), now=(0.89, 0.97),
         still_false=("amazonqdevelopercli2503", "dockerstacks736", "origin5417"),
     ),    CollectedSet(
-        "held-out-92", "real-world-94", as_collected=(0.84, 0.91), now=(0.84, 0.91),
-        still_false=("flytesdk698", "grin453", "ray60088", "xllm302"),
+        "held-out-92", "real-world-94", as_collected=(0.84, 0.91), now=(0.87, 0.97),
+        still_false=("flytesdk698", "grin453", "ray60088"),
     ),
 )
