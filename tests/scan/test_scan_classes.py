@@ -2216,6 +2216,19 @@ HEALTHY_AFTER_REAL_WORLD_94 = [
     "all_reduce_perf never hangs on this cluster",   # guards the lesson's nccl-tests binary
 ]
 
+LEARNED_FROM_REAL_WORLD_95 = {
+    "cuda-oom": [
+        "the reranker says cuda is out of memory after a few batches",
+        "ggml_vulkan: Device memory allocation of size 2147483648 failed.",
+    ],
+    "engine-dead": ["then it crashes when trying to allocate 512 MiB for the KV cache"],
+    "http-error-status": ["2024-01-02T10:00:00 10.0.0.5:8000 502 POST /v1/embeddings HTTP/1.1 0"],
+}
+HEALTHY_AFTER_REAL_WORLD_95 = [
+    "如果worker进程挂掉，服务会自动重启它",
+    "当推理进程崩溃时，监控会发出告警",
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2324,6 +2337,7 @@ ROUNDS = {
     "learned from real-world-92": (LEARNED_FROM_REAL_WORLD_92, HEALTHY_AFTER_REAL_WORLD_92),
     "learned from real-world-93": (LEARNED_FROM_REAL_WORLD_93, HEALTHY_AFTER_REAL_WORLD_93),
     "learned from real-world-94": (LEARNED_FROM_REAL_WORLD_94, HEALTHY_AFTER_REAL_WORLD_94),
+    "learned from real-world-95": (LEARNED_FROM_REAL_WORLD_95, HEALTHY_AFTER_REAL_WORLD_95),
 }
 
 
