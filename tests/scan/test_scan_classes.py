@@ -2229,6 +2229,21 @@ HEALTHY_AFTER_REAL_WORLD_95 = [
     "当推理进程崩溃时，监控会发出告警",
 ]
 
+LEARNED_FROM_REAL_WORLD_96 = {
+    "engine-dead": [
+        "WARNING - llama-box server for instance qwen is not running, pid 4120, restarting.",
+        "EventType=BEX64",
+        "[Serve] Actor crash when the client disconnects mid-stream",
+    ],
+    "nccl-failure": ["[Bug] NCCL Crash during allreduce on 16 GPUs"],
+}
+HEALTHY_AFTER_REAL_WORLD_96 = [
+    "- update the worker to catch RuntimeError: CUDA error: out of memory and retry",
+    "UF: Upstream connection failure in addition to 503 response code.",
+    '+        err_type: str = "ServiceUnavailableError",',
+    "The last line crashes and gives me the error :",
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2338,6 +2353,7 @@ ROUNDS = {
     "learned from real-world-93": (LEARNED_FROM_REAL_WORLD_93, HEALTHY_AFTER_REAL_WORLD_93),
     "learned from real-world-94": (LEARNED_FROM_REAL_WORLD_94, HEALTHY_AFTER_REAL_WORLD_94),
     "learned from real-world-95": (LEARNED_FROM_REAL_WORLD_95, HEALTHY_AFTER_REAL_WORLD_95),
+    "learned from real-world-96": (LEARNED_FROM_REAL_WORLD_96, HEALTHY_AFTER_REAL_WORLD_96),
 }
 
 
