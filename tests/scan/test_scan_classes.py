@@ -2244,6 +2244,19 @@ HEALTHY_AFTER_REAL_WORLD_96 = [
     "The last line crashes and gives me the error :",
 ]
 
+LEARNED_FROM_REAL_WORLD_97 = {
+    "cuda-oom": ["llm-gpu-1: ggml-cuda.cu was out of memory again"],
+    "engine-dead": [
+        "the Ollama container threw a SIGABRT when built with CUDA",
+        "Program terminated with signal SIGABRT, Aborted. It is fine when I pin 0.1.78",
+    ],
+    "nccl-failure": ["after two hours every rank is stuck in the all_gather"],
+}
+HEALTHY_AFTER_REAL_WORLD_97 = [
+    "NCCL could hang (until timeout) when a worker raises",
+    "training might hang in the allreduce if a rank dies",   # guards the lesson's hang in a collective
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2354,6 +2367,7 @@ ROUNDS = {
     "learned from real-world-94": (LEARNED_FROM_REAL_WORLD_94, HEALTHY_AFTER_REAL_WORLD_94),
     "learned from real-world-95": (LEARNED_FROM_REAL_WORLD_95, HEALTHY_AFTER_REAL_WORLD_95),
     "learned from real-world-96": (LEARNED_FROM_REAL_WORLD_96, HEALTHY_AFTER_REAL_WORLD_96),
+    "learned from real-world-97": (LEARNED_FROM_REAL_WORLD_97, HEALTHY_AFTER_REAL_WORLD_97),
 }
 
 
