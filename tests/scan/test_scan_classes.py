@@ -2257,6 +2257,17 @@ HEALTHY_AFTER_REAL_WORLD_97 = [
     "training might hang in the allreduce if a rank dies",   # guards the lesson's hang in a collective
 ]
 
+LEARNED_FROM_REAL_WORLD_98 = {
+    "cuda-oom": ["restarting the handler twice ends in a cuda oom"],
+    "engine-dead": ["[Bug] Pod boot loop after enabling the reranker", "the embedding container entered a bootloop"],
+    "http-error-status": ["behind the new ingress we see lots of 502s from the gateway", "the upstream sees more 429s than 503 under load"],
+}
+HEALTHY_AFTER_REAL_WORLD_98 = [
+    "That is not a GPU oom; the host ran out of RAM",   # guards the lesson's "oom" in lower case
+    "+## 503 Service Unavailable",
+    "with a tiny queue you will see lots of 429s",   # guards the lesson's plural statuses
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2368,6 +2379,7 @@ ROUNDS = {
     "learned from real-world-95": (LEARNED_FROM_REAL_WORLD_95, HEALTHY_AFTER_REAL_WORLD_95),
     "learned from real-world-96": (LEARNED_FROM_REAL_WORLD_96, HEALTHY_AFTER_REAL_WORLD_96),
     "learned from real-world-97": (LEARNED_FROM_REAL_WORLD_97, HEALTHY_AFTER_REAL_WORLD_97),
+    "learned from real-world-98": (LEARNED_FROM_REAL_WORLD_98, HEALTHY_AFTER_REAL_WORLD_98),
 }
 
 
