@@ -2268,6 +2268,19 @@ HEALTHY_AFTER_REAL_WORLD_98 = [
     "with a tiny queue you will see lots of 429s",   # guards the lesson's plural statuses
 ]
 
+LEARNED_FROM_REAL_WORLD_99 = {
+    "cuda-oom": ["with two cards I end up with a GPU OoM during warm-up"],
+    "engine-dead": ["Segmentation Fault When Using faiss on macOS"],
+    "nccl-failure": ["reduce_scatter hangs after 20 hours", "Could not find NET with id 1"],
+    "http-error-status": ["{ msg: 'Server is busy', type: 'service_unavailable' }"],
+}
+HEALTHY_AFTER_REAL_WORLD_99 = [
+    "misc/rings.cu:319 NCCL WARN Could not create rings, falling back on simple ring.",
+    "the server answers 200 instead of the appropriate 404 status code",
+    "Raised the proxy timeouts to address issues with HTTP 504 errors on long calls",
+    "we do not implement the proportional 503 responses when some backends are invalid",
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2380,6 +2393,7 @@ ROUNDS = {
     "learned from real-world-96": (LEARNED_FROM_REAL_WORLD_96, HEALTHY_AFTER_REAL_WORLD_96),
     "learned from real-world-97": (LEARNED_FROM_REAL_WORLD_97, HEALTHY_AFTER_REAL_WORLD_97),
     "learned from real-world-98": (LEARNED_FROM_REAL_WORLD_98, HEALTHY_AFTER_REAL_WORLD_98),
+    "learned from real-world-99": (LEARNED_FROM_REAL_WORLD_99, HEALTHY_AFTER_REAL_WORLD_99),
 }
 
 
