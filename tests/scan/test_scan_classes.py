@@ -2281,6 +2281,12 @@ HEALTHY_AFTER_REAL_WORLD_99 = [
     "we do not implement the proportional 503 responses when some backends are invalid",
 ]
 
+LEARNED_FROM_REAL_WORLD_100: dict[str, list[str]] = {}   # its recall was 1.00 as collected
+HEALTHY_AFTER_REAL_WORLD_100 = [
+    "If a replica is down, the gateway should reply with a 503, not route to another model.",
+    "it should never answer with 500 for a bad prompt",
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2394,6 +2400,7 @@ ROUNDS = {
     "learned from real-world-97": (LEARNED_FROM_REAL_WORLD_97, HEALTHY_AFTER_REAL_WORLD_97),
     "learned from real-world-98": (LEARNED_FROM_REAL_WORLD_98, HEALTHY_AFTER_REAL_WORLD_98),
     "learned from real-world-99": (LEARNED_FROM_REAL_WORLD_99, HEALTHY_AFTER_REAL_WORLD_99),
+    "learned from real-world-100": (LEARNED_FROM_REAL_WORLD_100, HEALTHY_AFTER_REAL_WORLD_100),
 }
 
 
