@@ -366,5 +366,5 @@ COLLECTED = (
         still_false=("difykubernetes34", "inference4363", "obsidianchinesepluginmarket29"),
     ),    CollectedSet(
         "held-out-98", "real-world-100", as_collected=(0.92, 1.0), now=(0.94, 1.0), still_false=("litellm20697",),
-    ),
+    ),    CollectedSet("held-out-99", "real-world-101", as_collected=(1.0, 0.70), now=(1.0, 0.70)),
 )
