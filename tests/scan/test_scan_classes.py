@@ -2287,6 +2287,17 @@ HEALTHY_AFTER_REAL_WORLD_100 = [
     "it should never answer with 500 for a bad prompt",
 ]
 
+LEARNED_FROM_REAL_WORLD_101 = {
+    "engine-dead": [
+        "Jul 09 16:33:22 host serve.sh[77306]: Process ForkProcess-2:",
+        "nvidia-smi shows the inference process has ended and the VRAM is free again",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_101 = [
+    "the main process exited normally after the benchmark",   # guards the lesson's ended process
+    "wait until the server process has exited before restarting it",   # ... and its condition
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2401,6 +2412,7 @@ ROUNDS = {
     "learned from real-world-98": (LEARNED_FROM_REAL_WORLD_98, HEALTHY_AFTER_REAL_WORLD_98),
     "learned from real-world-99": (LEARNED_FROM_REAL_WORLD_99, HEALTHY_AFTER_REAL_WORLD_99),
     "learned from real-world-100": (LEARNED_FROM_REAL_WORLD_100, HEALTHY_AFTER_REAL_WORLD_100),
+    "learned from real-world-101": (LEARNED_FROM_REAL_WORLD_101, HEALTHY_AFTER_REAL_WORLD_101),
 }
 
 
