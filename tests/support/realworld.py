@@ -347,24 +347,32 @@ COLLECTED = (
     CollectedSet(
         "held-out-91", "real-world-93", as_collected=(0.86, 0.76), now=(0.89, 0.97),
         still_false=("amazonqdevelopercli2503", "dockerstacks736", "origin5417"),
-    ),    CollectedSet(
+    ),
+    CollectedSet(
         "held-out-92", "real-world-94", as_collected=(0.84, 0.91), now=(0.87, 0.97),
         still_false=("flytesdk698", "grin453", "ray60088"),
-    ),    CollectedSet(
+    ),
+    CollectedSet(
         "held-out-93", "real-world-95", as_collected=(0.93, 0.82), now=(0.97, 0.94), still_false=("kuberay852",),
-    ),    CollectedSet(
+    ),
+    CollectedSet(
         "held-out-94", "real-world-96", as_collected=(0.77, 0.86), now=(0.87, 0.97),
         still_false=("dragonflyoperator42", "fastvideo1259", "internlm421", "ironcalc341", "lilbee245"),
-    ),    CollectedSet(
+    ),
+    CollectedSet(
         "held-out-95", "real-world-97", as_collected=(0.91, 0.84), now=(0.94, 0.89),
         still_false=("k8scookbook1308", "pelagos343"),
-    ),    CollectedSet(
+    ),
+    CollectedSet(
         "held-out-96", "real-world-98", as_collected=(0.88, 0.78), now=(0.91, 0.86),
         still_false=("k3s7746", "ohmypi12449"),
-    ),    CollectedSet(
+    ),
+    CollectedSet(
         "held-out-97", "real-world-99", as_collected=(0.75, 0.73), now=(0.88, 0.88),
         still_false=("difykubernetes34", "inference4363", "obsidianchinesepluginmarket29"),
-    ),    CollectedSet(
+    ),
+    CollectedSet(
         "held-out-98", "real-world-100", as_collected=(0.92, 1.0), now=(0.94, 1.0), still_false=("litellm20697",),
-    ),    CollectedSet("held-out-99", "real-world-101", as_collected=(1.0, 0.70), now=(1.0, 0.78)),
+    ),
+    CollectedSet("held-out-99", "real-world-101", as_collected=(1.0, 0.70), now=(1.0, 0.78)),
 )
