@@ -2298,6 +2298,176 @@ HEALTHY_AFTER_REAL_WORLD_101 = [
     "wait until the server process has exited before restarting it",   # ... and its condition
 ]
 
+LEARNED_FROM_REAL_WORLD_102 = {
+    "engine-dead": [
+        "$ ./text-embeddings-router --port 8080\n非法指令（核心已转储）",
+        "(RayWorkerWrapper pid=812) The actor died because of an error raised in its creation task, "
+        "ray::RayWorkerWrapper.__init__() (pid=812, ip=10.0.0.3)",
+        "killing the model runner makes the backend become a zombie and every request after it hangs",
+    ],
+    "nccl-failure": [
+        "Cuda failure 'invalid device ordinal' when starting with --tensor-parallel-size 8",
+        "transport/p2p.cc:275 Cuda failure 1 'invalid argument'",
+    ],
+    "cuda-oom": ["[TRT] [E] Requested amount of GPU memory (8589934592 bytes) could not be allocated."],
+}
+HEALTHY_AFTER_REAL_WORLD_102 = [
+    "ERROR: failed to solve: executor failed running [/bin/sh -c pip install -r requirements.txt]: exit code: 137",
+    'ERROR: process "/bin/sh -c pip install torch" did not complete successfully: exit code: 137',
+    "Rate limit exceeded handling for the Azure embeddings client",
+    "OOMKilled refers to the kernel killing a container at its memory limit, not to GPU memory",
+    "Cuda failure kernels.cu:42: 'invalid argument'",   # guards the lesson's quote right after the words
+]
+
+LEARNED_FROM_REAL_WORLD_103 = {
+    "engine-dead": [
+        "llama-worker-7d9f6c   0/1     Error     5 (2m ago)   11m",
+        "running encode() makes the embedding pods crash with code 139",
+    ],
+    "http-error-status": [
+        "azure.core.exceptions.HttpResponseError: Operation returned an invalid status 'Unauthorized'",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_103 = [
+    "nvidia-cuda-validator-7ktzq   0/1     Init:CrashLoopBackOff   4 (90s ago)   6m",
+    "building the wheel got killed while compiling flash-attn, so I gave docker more memory",
+    "in drain mode the server terminates once all requests are completed",
+    "Ray's advice: enable retry when the task crashes due to OOM (actors restart)",
+    "the router remaps a full queue from `500 Internal` to a retryable `503` with a drop reason",
+]
+LEARNED_FROM_REAL_WORLD_104 = {
+    "http-error-status": ["Error: The agent model failed to respond: 503 [503]: The model is overloaded"],
+    "nccl-failure": [
+        "node2:4411:4502 [3] NCCL INFO socketPollConnect: connect returned Connection refused, retrying (12/34) "
+        "after sleep for 1200 msec",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_104 = [
+    "not sure why the reranker stopped answering, maybe because of OOM, but nvidia-smi shows free memory",
+    "the node answered 200 [200]: OK after the retry",   # guards the lesson's error statuses
+]
+LEARNED_FROM_REAL_WORLD_105 = {
+    "engine-dead": [
+        "Ollama server restart loop after upgrading to 0.5.1",
+        "Jan: code: LlamaCppProcessError when loading Qwen3-8B",
+        "after one bad image the worker Process Pool is left broken and every request fails",
+        "the --v2 server produces a signal.cpp SIGSEV fault upon submission from the browser",
+    ],
+    "http-error-status": [
+        "503 UF upstream_reset_before_response_started{connection_failure}",
+        '404 "Model not found: llama3:70b, pull it first"',
+    ],
+    "nccl-failure": ["we keep hitting an NCCL issue when scaling the deployment to 16 GPUs"],
+}
+HEALTHY_AFTER_REAL_WORLD_105 = [
+    "2025-01-16 11:02:44.357459 UTC worker started",   # guards the lesson's Envoy flags ("UT" then a comma or a space)
+    '"GET /v1/models HTTP/1.1" 200 3415 "Python/3.11 aiohttp/3.12.15"',   # ... and its quoted message (words)
+    "if you hit an NCCL issue, set NCCL_DEBUG=INFO and read the WARN lines",   # ... and its condition
+]
+LEARNED_FROM_REAL_WORLD_106 = {
+    "http-error-status": [
+        "mistral API Error: 422",
+        "the client logs http status code : 502 for every retry",
+    ],
+    "cuda-oom": ["the worker died with out of memory and the log says the GPU memory is full"],
+    "engine-dead": [
+        "#4  0x00007f3a1c2b9a10 in ggml_abort () from /usr/lib/libggml-base.so",
+        "ERROR 03-11 09:12:40 engine.py:387] FATAL ERROR :: MODULE:SYNHELPER Error, device acquire failed",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_106 = [
+    "traps: gpustack_worker[208638] trap int3 ip:70f6f5934410 sp:70f69feca400 error:0 in _pydantic_core.so",
+    "When it fails, what do you see, status code 504 or a timeout?",   # guards the lesson's question to the reporter
+    "the slowdown might be due to another process on the GPU, resulting in an OOM error later",
+    "OpenVINO compilation can take over 120s and cause crashes of the worker",
+    "The collector pulls NCCL RAS status and exports dead ranks and NCCL errors to Prometheus",
+]
+LEARNED_FROM_REAL_WORLD_107 = {
+    "nccl-failure": [
+        "[rank0]: RuntimeError: OPS function error: HcclAllGather, error code is 7",
+        "EI0006: [PID: 4411] 2025-05-01-10:00:02 Getting socket times out. Reason: Remote Rank did not send the data in time.",
+        "llama-server aborts in NCCL on the first request with -sm row",
+    ],
+    "engine-dead": ["#3  0x00007f11aa0bb0da in std::terminate() () from /lib/x86_64-linux-gnu/libstdc++.so.6"],
+    "cuda-oom": ["Error: Insufficient graphics memory to load this model"],
+    "http-error-status": ["the gateway logged 312 requests with response_code=502 in an hour"],
+}
+HEALTHY_AFTER_REAL_WORLD_107 = [
+    'n1:77:77 [0] init.cpp:120 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to system instablity or hang!',
+    "the new build works cleanly without throwing 429 errors under load",
+    "if the worker aborts in NCCL during startup, set NCCL_DEBUG=INFO",   # guards the lesson's condition
+]
+LEARNED_FROM_REAL_WORLD_108 = {
+    "engine-dead": [
+        "[2024-03-02 10:11:12] root   INFO    : Embeddings process didn't exit. Force killing...",
+        "the predictor's kserve-container is giving core-dump on executing the curl call",
+        "panic: unable to load model: /root/.ollama/models/blobs/sha256-6a0746a1ec1a",
+    ],
+    "cuda-oom": ["[ERROR] [runtime.run:104] Caught CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 23.65 GiB total)"],
+}
+HEALTHY_AFTER_REAL_WORLD_108 = [
+    "gpu7:5591:5591 [3] misc/cudawrap.cc:90 NCCL WARN Failed to find CUDA library in (null) (NCCL_CUDA_PATH=(null))",
+    "enable cpu_offload so the 70B model loads without seeing an OOM error",
+    "While the server is loading, /health returns 503 and /v1/models returns 200",
+]
+LEARNED_FROM_REAL_WORLD_109 = {
+    "cuda-oom": [
+        "[HAMI-core ERROR (pid:88 thread=1403 allocator.c:53)]: Device 1 OOM 8589934592 / 8388608000",
+        "部署的embedding服务经常挂，显存报错如下",
+        "How to fix CUDA out of memory when serving llama",   # guards the lesson's change titles (a question reports one)
+    ],
+    "http-error-status": ["WARNING:tornado.access:429 POST /predict (10.0.0.7) 3.21ms"],
+    "engine-dead": ["reranker    Restarting (139) 4 seconds ago"],
+}
+HEALTHY_AFTER_REAL_WORLD_109 = [
+    "Cut peak memory, fix VRAM OOMs on 8 GB cards and speed up loading",
+    "We should add some tests to ensure the GPU is released when the engine crashed.",
+    "Stop reporting a warming-up model as 404 Not Found",
+]
+LEARNED_FROM_REAL_WORLD_110 = {
+    "engine-dead": [
+        "[launch.py:434:sigkill_handler] ['python', '-m', 'mii.launch.multi_gpu_server'] exits with return code = -11",
+        "RuntimeError: The Inner error is reported as above. The process exits for this inner error.",
+        "halfway through loading the weights the Pod dies without any message",
+        "the reranker crash after 20 minutes under load",
+        "a malformed wav is causing a core-dump in whisper-server",
+    ],
+    "cuda-oom": ["the app says insufficient graphic memory when the large model loads"],
+}
+HEALTHY_AFTER_REAL_WORLD_110 = [
+    "when it runs out of memory, either the pod crashes or it is left Completed",   # guards the lesson's pod deaths
+]
+LEARNED_FROM_REAL_WORLD_111 = {
+    "engine-dead": [
+        "whisper-asr-webservice > Exited with code 139",
+        "long prompts fill the VRAM and make it crash within minutes",
+        "The TTS server fails seconds after starting.",
+        "vllm serve on 4 nodes: EngineCore initialization failed after loading weights",
+    ],
+    "nccl-failure": [
+        "WorkNCCL(SeqNum=88, OpType=ALLGATHER, Timeout(ms)=600000) ran for 600412 milliseconds before timing out",
+        "tp=4 fails with NCCL TCPStore connection reset on the second node",
+    ],
+    "cuda-oom": ["embedding server: failed 3.2 GiB CUDA alloc for the batch, request dropped"],
+}
+HEALTHY_AFTER_REAL_WORLD_111 = [
+    "The gateway rejects requests over 10 MB with HTTP 413 before forwarding them.",
+    "Upstream HTTP 413 is mapped to a client 400 instead of Internal 500.",   # guards the lesson's mapping
+]
+LEARNED_FROM_REAL_WORLD_112 = {
+    "engine-dead": [
+        "memory climbs past 100GB and then the runner OOMs; exo relaunches it",
+        "(LLMRayActor pid=4410) The actor died because of an error raised in its creation task, ray::LLMRayActor.__init__()",
+    ],
+    "http-error-status": ["[Nest] 1  - 07/16/2026  WARN [HttpErrors] 502 POST /v1/chat/completions 31ms ip=10.0.0.4"],
+    "nccl-failure": ["System error in ncclCommInitRankConfig on the second node (NCCL 2.21.5)"],
+}
+HEALTHY_AFTER_REAL_WORLD_112 = [
+    "Change the 502 response code in proxy.lua to 503 when no upstream is healthy",
+    "The 500 response code represents a bug in the server, so a missing upstream should not use it",
+    "That error simply means you ran out of memory on your computer while loading the embeddings",
+]
+
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
     assert scan(line) == {"tokenizer-already-borrowed": "high"}
@@ -2413,6 +2583,17 @@ ROUNDS = {
     "learned from real-world-99": (LEARNED_FROM_REAL_WORLD_99, HEALTHY_AFTER_REAL_WORLD_99),
     "learned from real-world-100": (LEARNED_FROM_REAL_WORLD_100, HEALTHY_AFTER_REAL_WORLD_100),
     "learned from real-world-101": (LEARNED_FROM_REAL_WORLD_101, HEALTHY_AFTER_REAL_WORLD_101),
+    "learned from real-world-102": (LEARNED_FROM_REAL_WORLD_102, HEALTHY_AFTER_REAL_WORLD_102),
+    "learned from real-world-103": (LEARNED_FROM_REAL_WORLD_103, HEALTHY_AFTER_REAL_WORLD_103),
+    "learned from real-world-104": (LEARNED_FROM_REAL_WORLD_104, HEALTHY_AFTER_REAL_WORLD_104),
+    "learned from real-world-105": (LEARNED_FROM_REAL_WORLD_105, HEALTHY_AFTER_REAL_WORLD_105),
+    "learned from real-world-106": (LEARNED_FROM_REAL_WORLD_106, HEALTHY_AFTER_REAL_WORLD_106),
+    "learned from real-world-107": (LEARNED_FROM_REAL_WORLD_107, HEALTHY_AFTER_REAL_WORLD_107),
+    "learned from real-world-108": (LEARNED_FROM_REAL_WORLD_108, HEALTHY_AFTER_REAL_WORLD_108),
+    "learned from real-world-109": (LEARNED_FROM_REAL_WORLD_109, HEALTHY_AFTER_REAL_WORLD_109),
+    "learned from real-world-110": (LEARNED_FROM_REAL_WORLD_110, HEALTHY_AFTER_REAL_WORLD_110),
+    "learned from real-world-111": (LEARNED_FROM_REAL_WORLD_111, HEALTHY_AFTER_REAL_WORLD_111),
+    "learned from real-world-112": (LEARNED_FROM_REAL_WORLD_112, HEALTHY_AFTER_REAL_WORLD_112),
 }
 
 

@@ -137,7 +137,7 @@ COLLECTED = (
     CollectedSet(
         "held-out-29", "real-world-31", as_collected=(0.93, 0.74), now=(1.00, 0.97),
     ),
-    CollectedSet("held-out-30", "real-world-32", as_collected=(0.88, 0.72), now=(0.97, 0.93)),
+    CollectedSet("held-out-30", "real-world-32", as_collected=(0.88, 0.72), now=(0.97, 0.95)),
     CollectedSet(
         "held-out-31", "real-world-33", as_collected=(0.94, 0.84), now=(0.97, 0.95),
         still_false=("vllm9046",),
@@ -175,8 +175,8 @@ COLLECTED = (
         "held-out-40", "real-world-42", as_collected=(0.79, 0.81), now=(0.97, 0.97), still_false=("mmdetection2406",),
     ),
     CollectedSet(
-        "held-out-41", "real-world-43", as_collected=(0.76, 0.85), now=(0.89, 0.97),
-        still_false=("detectron24730", "markdownvaultmcp170", "pytorch107177", "speech14770"),
+        "held-out-41", "real-world-43", as_collected=(0.76, 0.85), now=(0.92, 0.97),
+        still_false=("detectron24730", "pytorch107177", "speech14770"),
     ),
     CollectedSet(
         "held-out-42", "real-world-44", as_collected=(0.80, 0.94), now=(0.87, 1.00),
@@ -364,7 +364,7 @@ COLLECTED = (
         still_false=("k8scookbook1308", "pelagos343"),
     ),
     CollectedSet(
-        "held-out-96", "real-world-98", as_collected=(0.88, 0.78), now=(0.91, 0.86),
+        "held-out-96", "real-world-98", as_collected=(0.88, 0.78), now=(0.92, 0.89),
         still_false=("k3s7746", "ohmypi12449"),
     ),
     CollectedSet(
@@ -375,4 +375,33 @@ COLLECTED = (
         "held-out-98", "real-world-100", as_collected=(0.92, 1.0), now=(0.94, 1.0), still_false=("litellm20697",),
     ),
     CollectedSet("held-out-99", "real-world-101", as_collected=(1.0, 0.70), now=(1.0, 0.78)),
+    CollectedSet(
+        "held-out-100", "real-world-102", as_collected=(0.86, 0.79), now=(0.92, 0.92),
+        still_false=("aipoweredsearch49", "rbert6", "talk2arxiv4"),
+    ),
+    CollectedSet("held-out-101", "real-world-103", as_collected=(0.84, 0.82), now=(1.0, 0.91)),
+    CollectedSet(
+        "held-out-102", "real-world-104", as_collected=(0.86, 0.94), now=(0.89, 1.0),
+        still_false=("flowise2215", "llmdbenchmark1615", "lmdeploy2895"),
+    ),
+    CollectedSet(
+        "held-out-103", "real-world-105", as_collected=(0.90, 0.75), now=(0.91, 0.89),
+        still_false=("cre137", "exllamav2504", "getiv2146"),
+    ),
+    CollectedSet("held-out-104", "real-world-106", as_collected=(0.82, 0.80), now=(0.97, 0.94)),
+    CollectedSet(
+        "held-out-105", "real-world-107", as_collected=(0.88, 0.68), now=(0.94, 0.85), still_false=("rccl1026",),
+    ),
+    CollectedSet("held-out-106", "real-world-108", as_collected=(0.90, 0.77), now=(1.0, 0.89)),
+    CollectedSet("held-out-107", "real-world-109", as_collected=(0.91, 0.86), now=(1.0, 0.97)),
+    CollectedSet(
+        "held-out-108", "real-world-110", as_collected=(0.93, 0.76), now=(0.94, 0.94), still_false=("vllm322", "volcano4941"),
+    ),
+    CollectedSet(
+        "held-out-109", "real-world-111", as_collected=(0.93, 0.69), now=(0.97, 0.89), still_false=("kubernetes122256",),
+    ),
+    CollectedSet(
+        "held-out-110", "real-world-112", as_collected=(0.88, 0.85), now=(0.94, 0.97),
+        still_false=("hermesagent102058", "vllm6370"),
+    ),
 )
