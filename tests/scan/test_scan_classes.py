@@ -2467,6 +2467,28 @@ HEALTHY_AFTER_REAL_WORLD_112 = [
     "The 500 response code represents a bug in the server, so a missing upstream should not use it",
     "That error simply means you ran out of memory on your computer while loading the embeddings",
 ]
+LEARNED_FROM_REAL_WORLD_113 = {
+    "engine-dead": [
+        "after the upgrade the workers exit with code 1 right after loading the model",
+        "the frontend and the API exit with status code 3",
+        "模型服务跑了一晚上之后自己停了",
+        "(ModelActor pid=1201) what():  CUDA failed with error misaligned address",
+        "(Transcriber pid=42) /opt/ray/_raylet.so(+0xfee3d8) [0x7f9fd42263d8] ray::TerminateHandler()",
+    ],
+    "nccl-failure": ["tensor parallel across nodes fails with `ibv_reg_mr failed with error 14` on the second node"],
+    "cuda-oom": ["跑到第三轮就爆显存了", "batch调大以后直接炸了显存"],
+}
+HEALTHY_AFTER_REAL_WORLD_113 = [
+    'detail = "Rate limit exceeded for model {}".format(model)',
+    "Add a Retry-After header to every 429 response",
+    "rename ServiceUnavailableError to APIUnavailableError",
+    "We don't believe this is a CUDA OOM issue since the card has 20 GB free",
+    "Mitigate GPU out of memory errors when batching long documents",
+    "防止爆显存，把batch_size调小",   # guards the lesson's verb before the GPU's memory
+    "服务停止以后重新加载模型",   # ... and its stop by itself (a stop alone is a shutdown)
+    "the workers exit with code 0 once drained",   # ... and its failing code
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2594,6 +2616,7 @@ ROUNDS = {
     "learned from real-world-110": (LEARNED_FROM_REAL_WORLD_110, HEALTHY_AFTER_REAL_WORLD_110),
     "learned from real-world-111": (LEARNED_FROM_REAL_WORLD_111, HEALTHY_AFTER_REAL_WORLD_111),
     "learned from real-world-112": (LEARNED_FROM_REAL_WORLD_112, HEALTHY_AFTER_REAL_WORLD_112),
+    "learned from real-world-113": (LEARNED_FROM_REAL_WORLD_113, HEALTHY_AFTER_REAL_WORLD_113),
 }
 
 

@@ -303,7 +303,7 @@ COLLECTED = (
         still_false=("caikittgisserving92",),
     ),
     CollectedSet(
-        "held-out-80", "real-world-82", as_collected=(0.93, 0.79), now=(0.97, 0.88), still_false=("llamacpp5156",),
+        "held-out-80", "real-world-82", as_collected=(0.93, 0.79), now=(0.97, 0.91), still_false=("llamacpp5156",),
     ),
     CollectedSet(
         "held-out-81", "real-world-83", as_collected=(0.85, 0.72), now=(0.91, 0.91),
@@ -403,5 +403,9 @@ COLLECTED = (
     CollectedSet(
         "held-out-110", "real-world-112", as_collected=(0.88, 0.85), now=(0.94, 0.97),
         still_false=("hermesagent102058", "vllm6370"),
+    ),
+    CollectedSet(
+        "held-out-111", "real-world-113", as_collected=(0.74, 0.8), now=(0.85, 0.94),
+        still_false=("deerflow5505", "docling773", "paddleocr11778", "productionstack687", "productionstack878"),
     ),
 )
