@@ -2489,6 +2489,23 @@ HEALTHY_AFTER_REAL_WORLD_113 = [
     "the workers exit with code 0 once drained",   # ... and its failing code
 ]
 
+LEARNED_FROM_REAL_WORLD_114 = {
+    "engine-dead": [
+        "the inference pod keeps failing after the upgrade and never becomes ready",
+        "our replicas keep failing with the new image",
+        "[core] nightly benchmarks occasionally crash with segfault or bus error",
+    ],
+    "cuda-oom": ["CUDA Error out of memory when loading the 70B model"],
+}
+HEALTHY_AFTER_REAL_WORLD_114 = [
+    "    status_code=503, detail=\"model is still loading\",",
+    "This policy will retry twice and return a 504 if the upstream never answers",
+    "- Added HTTP 502 error handling to the proxy routes",
+    "It is perhaps an issue of running out of GPU memory, but nvidia-smi shows 30 GB free",
+    "if the pod keeps failing, describe it and read its events",   # guards the lesson's condition
+    "the trainer pods keep failing after the etcd restart",   # ... and a training job's pods
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2617,6 +2634,7 @@ ROUNDS = {
     "learned from real-world-111": (LEARNED_FROM_REAL_WORLD_111, HEALTHY_AFTER_REAL_WORLD_111),
     "learned from real-world-112": (LEARNED_FROM_REAL_WORLD_112, HEALTHY_AFTER_REAL_WORLD_112),
     "learned from real-world-113": (LEARNED_FROM_REAL_WORLD_113, HEALTHY_AFTER_REAL_WORLD_113),
+    "learned from real-world-114": (LEARNED_FROM_REAL_WORLD_114, HEALTHY_AFTER_REAL_WORLD_114),
 }
 
 
