@@ -2506,6 +2506,25 @@ HEALTHY_AFTER_REAL_WORLD_114 = [
     "the trainer pods keep failing after the etcd restart",   # ... and a training job's pods
 ]
 
+LEARNED_FROM_REAL_WORLD_115 = {
+    "engine-dead": [
+        "after a while the server fails with core dump",
+        "Dump file: C:\\Users\\me\\AppData\\Local\\CrashDumps\\ollama_llama_server.exe.8812.dmp",
+        "it just crashes without notification",
+        "长时间运行后 EngineCore异常退出",
+    ],
+    "nccl-failure": [
+        "NCCL communications fail between the two GPUs",
+        "[ERROR] hccl fftsplus task timeout occurred during task execution, stream_id:3",
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_115 = [
+    "Pass wait_for_model=true to block instead of getting a 503 while the model loads",
+    "if you get a 429, back off and retry after the Retry-After seconds",
+    "if it crashes with a core dump, attach the backtrace",   # guards the lesson's condition
+    "if NCCL communications fail, set NCCL_DEBUG=INFO",   # ... and NCCL's
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2635,6 +2654,7 @@ ROUNDS = {
     "learned from real-world-112": (LEARNED_FROM_REAL_WORLD_112, HEALTHY_AFTER_REAL_WORLD_112),
     "learned from real-world-113": (LEARNED_FROM_REAL_WORLD_113, HEALTHY_AFTER_REAL_WORLD_113),
     "learned from real-world-114": (LEARNED_FROM_REAL_WORLD_114, HEALTHY_AFTER_REAL_WORLD_114),
+    "learned from real-world-115": (LEARNED_FROM_REAL_WORLD_115, HEALTHY_AFTER_REAL_WORLD_115),
 }
 
 
