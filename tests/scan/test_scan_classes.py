@@ -2525,6 +2525,28 @@ HEALTHY_AFTER_REAL_WORLD_115 = [
     "if NCCL communications fail, set NCCL_DEBUG=INFO",   # ... and NCCL's
 ]
 
+LEARNED_FROM_REAL_WORLD_116 = {
+    "engine-dead": [
+        "with long audio I get a segmentation fault every time",
+        "the desktop app unexpectedly terminates when the download finishes",
+        "GPT-J crashes oobabooga when called through the API",
+    ],
+    "http-error-status": ['{"upstreamHost":"10.0.0.7:8000","responseCode":"502","duration":"12"}'],
+    "nccl-failure": ["三台机器都卡在nccl初始化，一直没有输出"],
+    "cuda-oom": [
+        "after a few batches the reranker starts to throw OOM on the A10",
+        'the embed call failed with an "out of memory" error on the 8 GB card',
+    ],
+}
+HEALTHY_AFTER_REAL_WORLD_116 = [
+    "**Fix the error body when returning 502**",
+    "Add 429 Too Many Requests response when the queue is full",
+    "the websocket connection unexpectedly terminated, reconnecting",   # guards the lesson's connection that ends
+    "if you get a segmentation fault, run it under gdb",   # ... and its condition
+    "a bad request could crash oobabooga",   # ... and what may happen
+    "large inputs may throw OOM on small cards",   # ... and what may come
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2655,6 +2677,7 @@ ROUNDS = {
     "learned from real-world-113": (LEARNED_FROM_REAL_WORLD_113, HEALTHY_AFTER_REAL_WORLD_113),
     "learned from real-world-114": (LEARNED_FROM_REAL_WORLD_114, HEALTHY_AFTER_REAL_WORLD_114),
     "learned from real-world-115": (LEARNED_FROM_REAL_WORLD_115, HEALTHY_AFTER_REAL_WORLD_115),
+    "learned from real-world-116": (LEARNED_FROM_REAL_WORLD_116, HEALTHY_AFTER_REAL_WORLD_116),
 }
 
 
