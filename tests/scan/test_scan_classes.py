@@ -2547,6 +2547,19 @@ HEALTHY_AFTER_REAL_WORLD_116 = [
     "large inputs may throw OOM on small cards",   # ... and what may come
 ]
 
+LEARNED_FROM_REAL_WORLD_117 = {
+    "engine-dead": [
+        "after the upgrade the prefill pods crash-loop on start",
+        "the container starts and then exits 139 without a message",
+    ],
+    "http-error-status": ["the app shows 'internal server error' when I upload a PDF"],
+    "nccl-failure": ["ncclAllGather Error with tp=4 on two MI250 nodes"],
+}
+HEALTHY_AFTER_REAL_WORLD_117 = [
+    "把 torch.OutofMemoryError 改为 torch.cuda.OutOfMemoryError",
+    "if the pods crash-loop, check the events",   # guards the lesson's condition
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2678,6 +2691,7 @@ ROUNDS = {
     "learned from real-world-114": (LEARNED_FROM_REAL_WORLD_114, HEALTHY_AFTER_REAL_WORLD_114),
     "learned from real-world-115": (LEARNED_FROM_REAL_WORLD_115, HEALTHY_AFTER_REAL_WORLD_115),
     "learned from real-world-116": (LEARNED_FROM_REAL_WORLD_116, HEALTHY_AFTER_REAL_WORLD_116),
+    "learned from real-world-117": (LEARNED_FROM_REAL_WORLD_117, HEALTHY_AFTER_REAL_WORLD_117),
 }
 
 

@@ -411,4 +411,7 @@ COLLECTED = (
     CollectedSet("held-out-112", "real-world-114", as_collected=(0.89, 0.91), now=(1.0, 1.0)),
     CollectedSet("held-out-113", "real-world-115", as_collected=(0.97, 0.76), now=(1.0, 0.89)),
     CollectedSet("held-out-114", "real-world-116", as_collected=(0.93, 0.72), now=(1.0, 0.92)),
+    CollectedSet(
+        "held-out-115", "real-world-117", as_collected=(0.89, 0.84), now=(0.92, 0.95), still_false=("apisix13852",),
+    ),
 )
