@@ -2560,6 +2560,28 @@ HEALTHY_AFTER_REAL_WORLD_117 = [
     "if the pods crash-loop, check the events",   # guards the lesson's condition
 ]
 
+LEARNED_FROM_REAL_WORLD_118 = {
+    "engine-dead": [
+        "dependency failed to start: container tei-embedding-server exited (137)",
+        "selecting the 13B model gives an instant crash with nothing in the console",
+        "加载模型后出现段错误",
+    ],
+    "http-error-status": [
+        "调用embedding接口时服务端抛出502",
+        "接口错误HTTP503，换端口也一样",
+        '  "errorCode": 503,',
+        '"message": "<400> InvalidParameter.Length: input too long"',
+    ],
+    "nccl-failure": ["nccl initialization fails on the second pod"],
+}
+HEALTHY_AFTER_REAL_WORLD_118 = [
+    "退出码为0，进程退出逻辑正常",
+    "Large batches can cause out of GPU memory errors on 16 GB cards",
+    "maps `ERROR_UNAVAILABLE` (HTTP 503 / gRPC UNAVAILABLE) and `ERROR_INTERNAL` (HTTP 500 / gRPC INTERNAL)",
+    "this avoids an immediate crash when the model file is missing",   # guards the lesson's crash avoided
+    "dependency started: container redis exited (0)",   # ... and its failing code
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2692,6 +2714,7 @@ ROUNDS = {
     "learned from real-world-115": (LEARNED_FROM_REAL_WORLD_115, HEALTHY_AFTER_REAL_WORLD_115),
     "learned from real-world-116": (LEARNED_FROM_REAL_WORLD_116, HEALTHY_AFTER_REAL_WORLD_116),
     "learned from real-world-117": (LEARNED_FROM_REAL_WORLD_117, HEALTHY_AFTER_REAL_WORLD_117),
+    "learned from real-world-118": (LEARNED_FROM_REAL_WORLD_118, HEALTHY_AFTER_REAL_WORLD_118),
 }
 
 

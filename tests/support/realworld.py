@@ -414,4 +414,5 @@ COLLECTED = (
     CollectedSet(
         "held-out-115", "real-world-117", as_collected=(0.89, 0.84), now=(0.92, 0.95), still_false=("apisix13852",),
     ),
+    CollectedSet("held-out-116", "real-world-118", as_collected=(0.89, 0.69), now=(1.0, 0.92)),
 )
