@@ -2582,6 +2582,16 @@ HEALTHY_AFTER_REAL_WORLD_118 = [
     "dependency started: container redis exited (0)",   # ... and its failing code
 ]
 
+LEARNED_FROM_REAL_WORLD_119 = {
+    "engine-dead": ["It exits with code 2 as soon as the model loads"],
+    "http-error-status": ["2024-05-02 10:11:02 [ERROR] embeddings: Internal server error"],
+    "nccl-failure": ["Call to ibv_reg_mr failed with error Bad address"],
+    "cuda-oom": ["Device memory allocation of size 4294967296 failed."],
+}
+HEALTHY_AFTER_REAL_WORLD_119 = [
+    "when it exits with code 1, the supervisor restarts it",   # guards the lesson's condition
+]
+
 
 def test_the_tokenizer_named_as_hugging_faces_is_the_tokenizers_beside_pyo3() -> None:
     line = "under load the shared HF tokenizer's Rust backend (PyO3 `RefCell`) raises `RuntimeError: Already borrowed`"
@@ -2715,6 +2725,7 @@ ROUNDS = {
     "learned from real-world-116": (LEARNED_FROM_REAL_WORLD_116, HEALTHY_AFTER_REAL_WORLD_116),
     "learned from real-world-117": (LEARNED_FROM_REAL_WORLD_117, HEALTHY_AFTER_REAL_WORLD_117),
     "learned from real-world-118": (LEARNED_FROM_REAL_WORLD_118, HEALTHY_AFTER_REAL_WORLD_118),
+    "learned from real-world-119": (LEARNED_FROM_REAL_WORLD_119, HEALTHY_AFTER_REAL_WORLD_119),
 }
 
 
