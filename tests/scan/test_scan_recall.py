@@ -12,6 +12,7 @@ a false positive, whichever directory it is in.
 
 from __future__ import annotations
 
+import functools
 import io
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,17 +28,16 @@ MIN_RECALL = 0.9
 MIN_PRECISION = 1.0
 
 
-_READ: dict[tuple[Path, str], ScanResult] = {}
-
-
 def bulk(case: Case) -> ScanResult:
-    """The excerpt read as one stream; read once per run, as several tests of a file look at the same result."""
-    key = (case.path, case.body)
-    if key not in _READ:
-        sc = Scanner()
-        sc.scan_stream(io.BytesIO(case.body.encode()), case.path.name)
-        _READ[key] = sc.result()
-    return _READ[key]
+    """The excerpt read as one stream (once per run: several tests of a file look at the same result)."""
+    return _read_stream(case.body, case.path.name)
+
+
+@functools.cache
+def _read_stream(body: str, source: str) -> ScanResult:
+    sc = Scanner()
+    sc.scan_stream(io.BytesIO(body.encode()), source)
+    return sc.result()
 
 
 def line_by_line(case: Case) -> ScanResult:
